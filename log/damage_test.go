@@ -1,0 +1,417 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// damageBase is a closed log whose last segment the damage tests spoil.
+type damageBase struct {
+	dir     string
+	opts    Options
+	records []record
+	segs    []segmentFile
+	tail    []byte // the last segment file
+	starts  []int  // byte offset of each entry of the last segment, and its end
+}
+
+func newDamageBase(t *testing.T, segmentSize, n int) damageBase {
+	t.Helper()
+	b := damageBase{dir: t.TempDir(), opts: testOptions(t, segmentSize)}
+	l := mustOpen(t, b.dir, b.opts)
+	// Append until there are n entries and the last segment holds two.
+	for len(b.records) < n || len(b.starts) < 3 {
+		b.records = append(b.records, mustAppend(t, l, testEntries(len(b.records), 1))...)
+		b.segs = segmentFiles(t, b.dir)
+		tail := b.segs[len(b.segs)-1]
+		var err error
+		if b.tail, err = os.ReadFile(tail.path); err != nil {
+			t.Fatal(err)
+		}
+		b.starts = []int{0}
+		res, err := scanEntries(b.tail, tail.index, 0, ^uint64(0), func(index uint64, _ byte, payload []byte) error {
+			b.starts = append(b.starts, b.starts[len(b.starts)-1]+1+frameSize(len(payload)))
+			return nil
+		})
+		if err != nil || res.bad != nil {
+			t.Fatalf("base log: %v %v", err, res.bad)
+		}
+	}
+	mustClose(t, l)
+	return b
+}
+
+// lastEntry is the byte range of the last entry of the last segment.
+func (b damageBase) lastEntry() (start, end int) {
+	return b.starts[len(b.starts)-2], b.starts[len(b.starts)-1]
+}
+
+// TestDamagedTail spoils the end of the last segment the ways a crash can
+// (cut anywhere in the last entry, zeros, garbage): Open cuts exactly the
+// damaged bytes, logs them, loses no earlier entry, and the log takes new
+// appends that survive another reopen.
+func TestDamagedTail(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	garbage := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	type damage struct {
+		name  string
+		spoil func(tail []byte) []byte // returns the new content of the last segment
+		keep  int                      // records that must survive
+	}
+	for _, layout := range []struct {
+		name              string
+		segmentSize, size int
+	}{
+		{"one segment", 1 << 20, 12},
+		{"many segments", 100, 14},
+	} {
+		t.Run(layout.name, func(t *testing.T) {
+			b := newDamageBase(t, layout.segmentSize, layout.size)
+			n := len(b.records)
+			start, end := b.lastEntry()
+			prev := b.starts[len(b.starts)-3]
+			var table []damage
+			for k := range end - start {
+				table = append(table, damage{fmt.Sprintf("cut last entry at byte %d", k),
+					func(tail []byte) []byte { return tail[:start+k] }, n - 1})
+			}
+			for _, z := range []int{1, 7, 4096} {
+				table = append(table, damage{fmt.Sprintf("append %d zeros", z),
+					func(tail []byte) []byte { return append(tail, make([]byte, z)...) }, n})
+			}
+			for _, g := range []int{1, 2, 37, 5000} {
+				junk := garbage(g)
+				table = append(table, damage{fmt.Sprintf("append %d bytes of garbage", g),
+					func(tail []byte) []byte { return append(tail, junk...) }, n})
+			}
+			junk := garbage(300)
+			table = append(table,
+				damage{"cut last entry then zeros", func(tail []byte) []byte {
+					return append(tail[:start+3], make([]byte, 512)...)
+				}, n - 1},
+				damage{"cut last entry then garbage", func(tail []byte) []byte {
+					return append(tail[:start+3], junk...)
+				}, n - 1},
+				damage{"last entry zeroed in place", func(tail []byte) []byte {
+					clear(tail[start:end])
+					return tail
+				}, n - 1},
+				damage{"bit flip in the last entry (cannot be told from a torn write)", func(tail []byte) []byte {
+					tail[end-5] ^= 0x04
+					return tail
+				}, n - 1},
+				damage{"cut in the middle of the entry before", func(tail []byte) []byte {
+					return tail[:prev+4]
+				}, n - 2},
+				damage{"huge length then nothing", func(tail []byte) []byte {
+					return append(tail, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2)
+				}, n},
+				damage{"length 5 then nothing", func(tail []byte) []byte {
+					return append(tail, 5, 1, 1, 0, 0, 0)
+				}, n},
+			)
+			for _, d := range table {
+				t.Run(d.name, func(t *testing.T) {
+					checkTornTail(t, b, d.spoil(bytes.Clone(b.tail)), d.keep)
+				})
+			}
+		})
+	}
+}
+
+func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
+	dir := t.TempDir()
+	copyDir(t, b.dir, dir)
+	tail := filepath.Join(dir, b.segs[len(b.segs)-1].name())
+	if err := os.WriteFile(tail, spoiled, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	good := b.starts[keep-(len(b.records)-(len(b.starts)-1))] // bytes of the last segment that survive
+	torn := int64(len(spoiled) - good)
+
+	rep, err := Inspect(dir, nil)
+	if err != nil || rep.LastIndex != uint64(keep) || rep.TornTailBytes != torn {
+		t.Fatalf("Inspect = %+v, %v; want LastIndex %d and %d torn bytes", rep, err, keep, torn)
+	}
+	if after, _ := os.ReadFile(tail); !bytes.Equal(after, spoiled) {
+		t.Fatal("Inspect changed the file")
+	}
+
+	opts := b.opts
+	var logs *testLogger
+	opts.Logger, logs = newTestLogger(t)
+	l := mustOpen(t, dir, opts)
+	warn := logs.find("log: cut the torn tail of the last segment")
+	if torn == 0 && warn != nil {
+		t.Fatalf("nothing to cut, but logged %v", warn)
+	}
+	if torn > 0 && (warn == nil || warn["dropped_bytes"].Int64() != torn ||
+		warn["last_whole_index"].Uint64() != uint64(keep) || warn["partition"].Int64() != testPartition) {
+		t.Fatalf("cut %d bytes after index %d, logged %v", torn, keep, warn)
+	}
+	if l.LastIndex() != uint64(keep) {
+		t.Fatalf("LastIndex = %d, want %d", l.LastIndex(), keep)
+	}
+	want := slices.Clone(b.records[:keep])
+	checkRecords(t, "Replay after repair", replayAll(t, l, 1), want)
+	want = append(want, mustAppend(t, l, testEntries(500, 3))...)
+	mustClose(t, l)
+
+	l = mustOpen(t, dir, opts)
+	checkRecords(t, "Replay after appending and reopening", replayAll(t, l, 1), want)
+	mustClose(t, l)
+	if rep, err := Inspect(dir, nil); err != nil || rep.TornTailBytes != 0 || rep.Entries != len(want) {
+		t.Fatalf("Inspect after repair = %+v, %v", rep, err)
+	}
+}
+
+// TestCorruption damages entries that were acknowledged long ago: Open
+// (damage in the last segment followed by good entries) or Replay
+// (damage in an older segment) fails with a CorruptError naming
+// partition, segment file and index, and so does Inspect.
+func TestCorruption(t *testing.T) {
+	one := newDamageBase(t, 1<<20, 12)
+	many := newDamageBase(t, 100, 14)
+	if len(many.segs) < 4 {
+		t.Fatalf("want 4 or more segments, have %d", len(many.segs))
+	}
+	// entryAt returns the byte offset of the i-th entry (from 0) of seg.
+	entryAt := func(t *testing.T, seg segmentFile, i int) int {
+		data, err := os.ReadFile(seg.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := scanEntries(data, seg.index, 0, seg.index+uint64(i)-1, nil)
+		return res.end
+	}
+	edit := func(f func(b []byte) []byte) func(string) error {
+		return func(path string) error {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(path, f(b), 0o640)
+		}
+	}
+	tests := []struct {
+		name   string
+		base   damageBase
+		seg    int // which segment file to damage
+		entry  int // which of its entries (from 0)
+		damage func(off int) func(string) error
+		atOpen bool // Open fails, not just Replay
+		reason error
+		next   bool // the error names the segment after the damaged one
+	}{
+		{"bit flip in a payload, older segment", many, 0, 1,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off+5] ^= 0x20; return b }) },
+			false, errFrameCRC, false},
+		{"bit flip in a checksum, older segment", many, 1, 0,
+			func(off int) func(string) error {
+				return edit(func(b []byte) []byte { b[off+int(b[off])] ^= 0x01; return b })
+			},
+			false, errFrameCRC, false},
+		{"bit flip in a length, older segment", many, 2, 0,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off] ^= 0x02; return b }) },
+			false, nil, false},
+		{"older segment cut short", many, 1, 1,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { return b[:off+3] }) },
+			false, errEntryPastEOF, false},
+		{"garbage after an older segment", many, 0, 4,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { return append(b, 0, 0, 0) }) },
+			false, errEntryShort, false},
+		{"older segment emptied", many, 1, 0,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { return nil }) },
+			false, errSegmentEmpty, false},
+		{"older segment removed", many, 1, 0,
+			func(off int) func(string) error { return os.Remove },
+			false, errSegmentGap, true},
+		{"bit flip in a payload, middle of the last segment", one, 0, 3,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off+4] ^= 0x80; return b }) },
+			true, errFrameCRC, false},
+		{"bit flip in a length, middle of the last segment", one, 0, 5,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off] ^= 0x08; return b }) },
+			true, nil, false},
+		{"zeros in the middle of the last segment", one, 0, 2,
+			func(off int) func(string) error {
+				return edit(func(b []byte) []byte { clear(b[off : off+int(b[off])+1]); return b })
+			},
+			true, errEntryShort, false},
+		{"bit flip in the first entry of the last of many segments", many, -1, 0,
+			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off+3] ^= 0x01; return b }) },
+			true, errFrameCRC, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, tt.base.dir, dir)
+			segs := segmentFiles(t, dir)
+			seg := segs[(tt.seg+len(segs))%len(segs)]
+			off := entryAt(t, seg, tt.entry)
+			if err := tt.damage(off)(seg.path); err != nil {
+				t.Fatal(err)
+			}
+			index := seg.index + uint64(tt.entry)
+			if tt.next {
+				seg = segs[(tt.seg+len(segs))%len(segs)+1]
+			}
+
+			checkErr := func(what string, err error, partition int) {
+				t.Helper()
+				var ce *CorruptError
+				if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
+					t.Fatalf("%s: err = %v, want a CorruptError", what, err)
+				}
+				if ce.Partition != partition || ce.Segment != seg.name() || ce.Index != index {
+					t.Fatalf("%s: error at partition %d, segment %s, index %d; want %d, %s, %d (%v)",
+						what, ce.Partition, ce.Segment, ce.Index, partition, seg.name(), index, err)
+				}
+				if tt.reason != nil && !errors.Is(err, tt.reason) {
+					t.Fatalf("%s: err = %v, want reason %q", what, err, tt.reason)
+				}
+				msg := err.Error()
+				for _, part := range []string{seg.name(), fmt.Sprintf("index %d", index)} {
+					if !strings.Contains(msg, part) {
+						t.Fatalf("%s: message %q does not name %q", what, msg, part)
+					}
+				}
+				if partition >= 0 && !strings.Contains(msg, fmt.Sprintf("partition %d", partition)) {
+					t.Fatalf("%s: message %q does not name the partition", what, msg)
+				}
+			}
+
+			_, err := Inspect(dir, nil)
+			checkErr("Inspect", err, -1)
+
+			l, err := Open(dir, tt.base.opts)
+			if tt.atOpen {
+				checkErr("Open", err, testPartition)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v (damage before the tail is Replay's to find)", err)
+			}
+			defer l.Close()
+			checkErr("Replay", l.Replay(1, collect(new([]record))), testPartition)
+			// From past the damage, Replay does not read it.
+			if err := l.Replay(segs[len(segs)-1].index, collect(new([]record))); err != nil {
+				t.Fatalf("Replay of the last segment: %v", err)
+			}
+		})
+	}
+}
+
+// TestInterruptedTruncation leaves the files of a TruncateFront or
+// TruncateBack that crashed half way, with a torn tail on top: Open
+// finishes the truncation as wal would and repairs the segment that is
+// really the last.
+func TestInterruptedTruncation(t *testing.T) {
+	base := newDamageBase(t, 100, 30)
+	segs := base.segs
+	if len(segs) < 5 {
+		t.Fatalf("want 5 or more segments, have %d", len(segs))
+	}
+	// from returns the bytes of seg from its entry at index on.
+	from := func(seg segmentFile, index uint64) []byte {
+		data, err := os.ReadFile(seg.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := scanEntries(data, seg.index, 0, index-1, nil)
+		return data[res.end:]
+	}
+	upTo := func(seg segmentFile, index uint64) []byte {
+		data, err := os.ReadFile(seg.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := scanEntries(data, seg.index, 0, index, nil)
+		return data[:res.end]
+	}
+	mid, tail := segs[1], segs[len(segs)-1]
+	tests := []struct {
+		name        string
+		files       map[string][]byte // written into the copy
+		tornTail    string            // the file garbage is appended to
+		first, last uint64
+		err         error
+	}{
+		{"front, START in an older segment, torn tail",
+			map[string][]byte{segmentName(mid.index+1) + ".START": from(mid, mid.index+1)},
+			tail.name(), mid.index + 1, uint64(len(base.records)), nil},
+		{"front, START in the last segment, torn START",
+			map[string][]byte{segmentName(tail.index+1) + ".START": from(tail, tail.index+1)},
+			segmentName(tail.index+1) + ".START", tail.index + 1, uint64(len(base.records)), nil},
+		{"front, only the .TEMP was written",
+			map[string][]byte{segmentName(mid.index+1) + ".START.TEMP": from(mid, mid.index+1)[:7]},
+			tail.name(), 1, uint64(len(base.records)), nil},
+		{"back, END in an older segment, torn END",
+			map[string][]byte{segmentName(mid.index) + ".END": upTo(mid, mid.index+1)},
+			segmentName(mid.index) + ".END", 1, mid.index + 1, nil},
+		{"START and END together",
+			map[string][]byte{segmentName(mid.index+1) + ".START": nil, segmentName(tail.index) + ".END": nil},
+			"", 0, 0, errTruncation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, base.dir, dir)
+			for name, data := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.tornTail != "" {
+				f, err := os.OpenFile(filepath.Join(dir, tt.tornTail), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write([]byte{0x20, 1, 2, 3, 0, 0, 0})
+				f.Close()
+			}
+			rep, err := Inspect(dir, nil)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("Inspect: err = %v, want %v", err, tt.err)
+				}
+				if _, err := Open(dir, base.opts); !errors.Is(err, tt.err) || !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("Open: err = %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil || rep.FirstIndex != tt.first || rep.LastIndex != tt.last || rep.TornTailBytes != 7 || len(rep.Leftovers) != len(tt.files) {
+				t.Fatalf("Inspect = %+v, %v; want indexes %d-%d, 7 torn bytes, leftovers %d", rep, err, tt.first, tt.last, len(tt.files))
+			}
+			l := mustOpen(t, dir, base.opts)
+			if l.FirstIndex() != tt.first || l.LastIndex() != tt.last {
+				t.Fatalf("FirstIndex %d LastIndex %d, want %d %d", l.FirstIndex(), l.LastIndex(), tt.first, tt.last)
+			}
+			want := slices.Clone(base.records[tt.first-1 : tt.last])
+			checkRecords(t, "Replay", replayAll(t, l, 0), want)
+			want = append(want, mustAppend(t, l, testEntries(900, 3))...)
+			mustClose(t, l)
+			des, _ := os.ReadDir(dir)
+			for _, de := range des {
+				if len(de.Name()) != 20 {
+					t.Fatalf("leftover %s after Open", de.Name())
+				}
+			}
+			l = mustOpen(t, dir, base.opts)
+			checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
+			mustClose(t, l)
+		})
+	}
+}

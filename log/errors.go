@@ -1,0 +1,70 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrCorrupt marks damage found before the tail of the log: a frame
+	// that fails its checksum, an unreadable entry, a missing or empty
+	// segment. Errors carrying it are *CorruptError values naming the
+	// partition, segment file and index; test for it with errors.Is.
+	ErrCorrupt = errors.New("log: corrupt")
+
+	// ErrClosed is returned by every method of a closed Log.
+	ErrClosed = errors.New("log: closed")
+
+	// ErrInvalid marks a bad argument: an option out of range, an entry of
+	// type 0, an empty batch, an index outside the log.
+	ErrInvalid = errors.New("log: invalid argument")
+)
+
+// corruption says why bytes on disk were rejected. Every corruption is
+// ErrCorrupt under errors.Is, and is comparable, so tests can name the
+// exact reason.
+type corruption string
+
+func (c corruption) Error() string { return string(c) }
+
+// Is makes every corruption match ErrCorrupt.
+func (c corruption) Is(target error) bool { return target == ErrCorrupt }
+
+const (
+	errFrameShort   corruption = "frame shorter than 6 bytes"
+	errFrameCRC     corruption = "frame checksum mismatch"
+	errFrameVersion corruption = "unknown frame version"
+	errFrameType    corruption = "frame of type 0"
+	errEntryLength  corruption = "unreadable entry length"
+	errEntryShort   corruption = "entry length below the 6-byte minimum frame"
+	errEntryPastEOF corruption = "entry runs past the end of the segment"
+	errSegmentGap   corruption = "segment does not start where the previous one ended"
+	errSegmentEmpty corruption = "empty segment before the last one"
+	errMissing      corruption = "segments end before the last index of the log"
+	errTruncation   corruption = "both .START and .END files from interrupted truncations"
+)
+
+// CorruptError locates damage in a log directory. It matches ErrCorrupt
+// under errors.Is, and its Err field says what was wrong.
+type CorruptError struct {
+	Partition int    // the partition from Options; -1 when unknown (Inspect)
+	Segment   string // base name of the segment file holding the damage
+	Index     uint64 // index of the entry that could not be read
+	Offset    int64  // byte offset of that entry in the segment file
+	Err       error  // the reason
+}
+
+// Error names the partition, segment file, index and byte offset.
+func (e *CorruptError) Error() string {
+	where := fmt.Sprintf("segment %s, index %d (byte %d)", e.Segment, e.Index, e.Offset)
+	if e.Partition >= 0 {
+		where = fmt.Sprintf("partition %d, %s", e.Partition, where)
+	}
+	return fmt.Sprintf("log: corrupt: %s: %v", where, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is makes every CorruptError match ErrCorrupt, whatever its reason.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }

@@ -1,0 +1,317 @@
+package log
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenOptions(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		field string // named in the error; "" means valid
+	}{
+		{"zero", Options{}, ""},
+		{"defaults", DefaultOptions(), ""},
+		{"tiny segments", Options{SegmentSize: 1}, ""},
+		{"negative segment size", Options{SegmentSize: -1}, "SegmentSize"},
+		{"huge segment size", Options{SegmentSize: 2 << 30}, "SegmentSize"},
+		{"negative partition", Options{Partition: -2}, "Partition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			l, err := Open(t.TempDir(), opts)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				mustClose(t, l)
+				if opts != tt.opts {
+					t.Fatalf("Open changed the caller's options: %+v", opts)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("Open: err = %v, want ErrInvalid naming %s", err, tt.field)
+			}
+		})
+	}
+	if _, err := Open("", Options{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf(`Open(""): err = %v, want ErrInvalid`, err)
+	}
+	if got := DefaultOptions().SegmentSize; got != 4<<20 {
+		t.Fatalf("default SegmentSize = %d", got)
+	}
+}
+
+func TestOpenCreatesNestedDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b", "partition-7")
+	l := mustOpen(t, dir, testOptions(t, 0))
+	if l.Dir() != dir {
+		t.Fatalf("Dir = %q, want %q", l.Dir(), dir)
+	}
+	if l.FirstIndex() != 1 || l.LastIndex() != 0 {
+		t.Fatalf("new log: FirstIndex %d LastIndex %d, want 1 and 0", l.FirstIndex(), l.LastIndex())
+	}
+	if rs := replayAll(t, l, 0); len(rs) != 0 {
+		t.Fatalf("new log replayed %v", rs)
+	}
+	mustClose(t, l)
+}
+
+// TestAppendReplay writes batches of every size over many small segments,
+// replays from every index, reopens, and goes on appending.
+func TestAppendReplay(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(t, 256)
+	l := mustOpen(t, dir, opts)
+	var want []record
+	for i, size := 0, 1; i < 400; i, size = i+size, size%9+1 {
+		want = append(want, mustAppend(t, l, testEntries(i, size))...)
+	}
+	if n := len(segmentFiles(t, dir)); n < 20 {
+		t.Fatalf("only %d segments; the test wants many", n)
+	}
+	check := func(l *Log) {
+		t.Helper()
+		if l.FirstIndex() != 1 || l.LastIndex() != uint64(len(want)) {
+			t.Fatalf("FirstIndex %d LastIndex %d, want 1 and %d", l.FirstIndex(), l.LastIndex(), len(want))
+		}
+		checkRecords(t, "Replay(0)", replayAll(t, l, 0), want)
+		// From around every segment boundary, and past the end.
+		froms := []uint64{uint64(len(want)), uint64(len(want)) + 1, uint64(len(want)) + 2}
+		for _, s := range segmentFiles(t, dir) {
+			froms = append(froms, s.index-1, s.index, s.index+1)
+		}
+		for _, from := range froms {
+			got := replayAll(t, l, from)
+			checkRecords(t, "Replay from the middle", got, want[min(max(from, 1)-1, uint64(len(want))):])
+		}
+	}
+	check(l)
+	mustClose(t, l)
+
+	l = mustOpen(t, dir, opts)
+	check(l)
+	want = append(want, mustAppend(t, l, testEntries(1000, 5))...)
+	check(l)
+	mustClose(t, l)
+	l = mustOpen(t, dir, opts)
+	check(l)
+	mustClose(t, l)
+}
+
+func TestAppendInvalid(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 0))
+	want := mustAppend(t, l, testEntries(0, 3))
+	for name, batch := range map[string][]Entry{
+		"nil":             nil,
+		"empty":           {},
+		"type 0":          {{Type: 0, Payload: []byte("x")}},
+		"type 0 in batch": {testEntry(1), {Type: 0}, testEntry(2)},
+	} {
+		if _, _, err := l.Append(batch); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Append(%s): err = %v, want ErrInvalid", name, err)
+		}
+	}
+	if l.LastIndex() != 3 || l.Poisoned() {
+		t.Fatalf("after invalid appends: LastIndex %d, Poisoned %v", l.LastIndex(), l.Poisoned())
+	}
+	checkRecords(t, "Replay", replayAll(t, l, 1), want)
+	if err := l.Replay(1, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Replay(nil): err = %v", err)
+	}
+	mustClose(t, l)
+}
+
+func TestClosed(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 0))
+	mustAppend(t, l, testEntries(0, 2))
+	mustClose(t, l)
+	_, _, err := l.Append(testEntries(0, 1))
+	for name, err := range map[string]error{
+		"Append":        err,
+		"Replay":        l.Replay(1, collect(new([]record))),
+		"TruncateFront": l.TruncateFront(2),
+		"Recover":       l.Recover(),
+		"Close":         l.Close(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: err = %v, want ErrClosed", name, err)
+		}
+	}
+	if l.FirstIndex() != 1 || l.LastIndex() != 2 {
+		t.Fatalf("after Close: FirstIndex %d LastIndex %d", l.FirstIndex(), l.LastIndex())
+	}
+}
+
+func TestReplayStopsOnError(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 100))
+	mustAppend(t, l, testEntries(0, 20))
+	stop := errors.New("stop")
+	var seen []uint64
+	err := l.Replay(3, func(index uint64, _ byte, _ []byte) error {
+		seen = append(seen, index)
+		if index == 9 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Fatalf("Replay: err = %v, want the callback's error as is", err)
+	}
+	if len(seen) != 7 || seen[0] != 3 || seen[6] != 9 {
+		t.Fatalf("Replay called back %v, want 3..9", seen)
+	}
+	mustClose(t, l)
+}
+
+// TestTailPrediction checks that Append's mirror of wal's segment cycling
+// (which decides the directory fsync) matches the files, over batches of
+// every size, large entries, truncations and reopens.
+func TestTailPrediction(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(t, 300)
+	opts.UnsafeNoSync = true
+	l := mustOpen(t, dir, opts)
+	check := func(when string) {
+		t.Helper()
+		segs := segmentFiles(t, dir)
+		tail := segs[len(segs)-1]
+		fi, err := os.Stat(tail.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tail.index != l.tailStart || fi.Size() != l.tailSize {
+			t.Fatalf("%s: tail is %s with %d bytes, Log thinks %s with %d", when, tail.name(), fi.Size(), segmentName(l.tailStart), l.tailSize)
+		}
+	}
+	check("new")
+	for i := range 120 {
+		batch := testEntries(i, i%7+1)
+		if i%11 == 0 {
+			batch[0].Payload = make([]byte, 350+i) // bigger than a segment
+		}
+		mustAppend(t, l, batch)
+		check("append")
+		switch i % 40 {
+		case 13:
+			if err := l.TruncateFront(l.LastIndex() - 3); err != nil { // inside the tail
+				t.Fatal(err)
+			}
+			check("truncate in tail")
+		case 26:
+			if err := l.TruncateFront(l.LastIndex() + 1); err != nil { // everything
+				t.Fatal(err)
+			}
+			check("truncate all")
+		case 39:
+			mustClose(t, l)
+			l = mustOpen(t, dir, opts)
+			check("reopen")
+		}
+	}
+	mustClose(t, l)
+}
+
+func TestTruncateFront(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(t, 200)
+	l := mustOpen(t, dir, opts)
+	want := mustAppend(t, l, testEntries(0, 60))
+
+	for _, index := range []uint64{0, 61 + 1} {
+		if err := l.TruncateFront(index); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("TruncateFront(%d): err = %v, want ErrInvalid", index, err)
+		}
+	}
+	if err := l.TruncateFront(1); err != nil { // already first
+		t.Fatal(err)
+	}
+	// Inside an older segment, then inside the tail, then everything.
+	for _, index := range []uint64{23, 58, 61} {
+		nsegs := len(segmentFiles(t, dir))
+		if err := l.TruncateFront(index); err != nil {
+			t.Fatalf("TruncateFront(%d): %v", index, err)
+		}
+		want = want[index-want[0].Index:]
+		if index < 58 && len(segmentFiles(t, dir)) >= nsegs {
+			t.Fatalf("TruncateFront(%d) removed no segment file", index)
+		}
+		for _, reopen := range []bool{false, true} {
+			if reopen {
+				mustClose(t, l)
+				l = mustOpen(t, dir, opts)
+			}
+			if l.FirstIndex() != index || l.LastIndex() != 60 {
+				t.Fatalf("after TruncateFront(%d), reopen %v: FirstIndex %d LastIndex %d", index, reopen, l.FirstIndex(), l.LastIndex())
+			}
+			checkRecords(t, "Replay(0)", replayAll(t, l, 0), want)
+			checkRecords(t, "Replay(first)", replayAll(t, l, index), want)
+		}
+		if err := l.TruncateFront(index - 1); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("TruncateFront(%d) below first: err = %v", index-1, err)
+		}
+	}
+	// The indexes carry on after an empty log.
+	want = mustAppend(t, l, testEntries(100, 4))
+	if want[0].Index != 61 {
+		t.Fatalf("first index after emptying the log = %d, want 61", want[0].Index)
+	}
+	mustClose(t, l)
+	l = mustOpen(t, dir, opts)
+	checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
+	mustClose(t, l)
+}
+
+func TestRecoverHealthy(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOptions(t, 100))
+	want := mustAppend(t, l, testEntries(0, 10))
+	if err := l.Recover(); err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	if l.Poisoned() {
+		t.Fatal("poisoned after Recover")
+	}
+	want = append(want, mustAppend(t, l, testEntries(10, 10))...)
+	checkRecords(t, "Replay", replayAll(t, l, 1), want)
+	mustClose(t, l)
+}
+
+// TestCutBack builds what a failed batch can leave on disk (entries past
+// the last acknowledged one, in the same segment and in a segment file
+// the batch created) and checks that cutBack removes exactly that.
+func TestCutBack(t *testing.T) {
+	for _, last := range []uint64{0, 1, 5, 8, 9, 13, 20} {
+		dir := t.TempDir()
+		opts := testOptions(t, 130) // ~4 entries a segment
+		l := mustOpen(t, dir, opts)
+		all := mustAppend(t, l, testEntries(0, 20))
+		mustClose(t, l)
+		if err := cutBack(dir, last, testPartition); err != nil {
+			t.Fatalf("cutBack(%d): %v", last, err)
+		}
+		for _, s := range segmentFiles(t, dir) {
+			if s.index > last+1 {
+				t.Fatalf("cutBack(%d) left %s", last, s.name())
+			}
+		}
+		var got []record
+		rep, err := Inspect(dir, collect(&got))
+		if err != nil || rep.TornTailBytes != 0 || rep.LastIndex != last {
+			t.Fatalf("cutBack(%d): Inspect = %+v, %v", last, rep, err)
+		}
+		checkRecords(t, "after cutBack", got, all[:last])
+		l = mustOpen(t, dir, opts)
+		if l.LastIndex() != last {
+			t.Fatalf("cutBack(%d): reopened with LastIndex %d", last, l.LastIndex())
+		}
+		mustAppend(t, l, testEntries(50, 2))
+		mustClose(t, l)
+	}
+}

@@ -1,0 +1,160 @@
+package log
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// poison marks the handle failed after a write or sync error. wal cannot
+// be trusted after that: after a failed write its memory keeps the failed
+// entry, after a failed sync its last index has moved on. So the wal
+// handle is closed, and the files are cut back right away, so that even a
+// crash before Recover cannot bring the failed batch back. Recover
+// repeats the cut and reopens.
+func (l *Log) poison(cause error) error {
+	l.poisoned.Store(true)
+	err := l.errorf("%w", cause)
+	l.logger.Error("log: write or sync failed, the handle is poisoned until it recovers",
+		"err", cause.Error(), "last_index", l.last.Load())
+	if l.wal != nil {
+		if cerr := l.wal.Close(); cerr != nil {
+			l.logger.Warn("log: close of the failed wal handle", "err", cerr.Error())
+		}
+		l.wal = nil
+	}
+	if rerr := restoreFiles(l.dir, l.last.Load(), l.opts.Partition); rerr != nil {
+		l.logger.Warn("log: cut back after the failed write failed, will retry on recovery", "err", rerr.Error())
+	} else if st, rerr := readDirState(l.dir); rerr == nil && len(st.segments) > 0 {
+		// A failed TruncateFront may have moved the front (restoreFiles
+		// finished it); Replay must start there.
+		l.first.Store(st.segments[0].index)
+	}
+	return err
+}
+
+// Recover closes the wal handle, cuts the segment files back to
+// LastIndex (removing what a failed batch wrote, even if it reached the
+// disk), repairs the tail and reopens. Append and TruncateFront call it
+// themselves on a poisoned log; calling it on a healthy log is harmless.
+// On failure the log stays poisoned.
+func (l *Log) Recover() error {
+	if l.closed {
+		return l.errorf("recover: %w", ErrClosed)
+	}
+	if err := l.recover(); err != nil {
+		return l.errorf("recover: %w", err)
+	}
+	return nil
+}
+
+func (l *Log) recover() error {
+	wasPoisoned := l.poisoned.Swap(true) // true until the reopen below succeeds
+	if l.wal != nil {
+		if err := l.wal.Close(); err != nil {
+			l.logger.Warn("log: close of the wal handle before recovery", "err", err.Error())
+		}
+		l.wal = nil
+	}
+	last := l.last.Load()
+	if err := restoreFiles(l.dir, last, l.opts.Partition); err != nil {
+		return err
+	}
+	if err := l.openWAL(); err != nil {
+		return err
+	}
+	if got := l.last.Load(); got != last {
+		// openWAL stored wal's view; keep ours, and give up on this handle.
+		l.last.Store(last)
+		l.wal.Close()
+		l.wal = nil
+		return fmt.Errorf("reopened with last index %d, want %d", got, last)
+	}
+	l.poisoned.Store(false)
+	if wasPoisoned {
+		l.logger.Info("log: recovered after a failed write", "last_index", last)
+	}
+	return nil
+}
+
+// restoreFiles finishes an interrupted truncation and cuts the segment
+// files back to index last.
+func restoreFiles(dir string, last uint64, partition int) error {
+	if _, err := finishTruncation(dir); err != nil {
+		return locate(err, partition)
+	}
+	return cutBack(dir, last, partition)
+}
+
+// cutBack removes every byte written after the entry at index last: the
+// segment files that start after last+1, and the end of the file holding
+// last. It parses the files rather than trusting wal's memory. An empty
+// segment starting at last+1 is kept (wal reads it as "last index is
+// last"). The directory and the cut file are synced. (A crash between
+// the two can leave whole entries of the failed batch in the older
+// segment; nothing can order a remove and a truncate atomically.)
+func cutBack(dir string, last uint64, partition int) error {
+	st, err := readDirState(dir)
+	if err != nil {
+		return locate(err, partition)
+	}
+	segs := st.segments
+	removed := false
+	for len(segs) > 0 && segs[len(segs)-1].index > last+1 {
+		if err := os.Remove(segs[len(segs)-1].path); err != nil {
+			return locate(err, partition)
+		}
+		segs, removed = segs[:len(segs)-1], true
+	}
+	if removed {
+		if err := syncDir(dir); err != nil {
+			return locate(err, partition)
+		}
+	}
+	if len(segs) == 0 {
+		if last > 0 {
+			return &CorruptError{Partition: partition, Segment: segmentName(last), Index: last, Err: errMissing}
+		}
+		return nil // wal.Open creates the first segment
+	}
+	return cutSegment(segs[len(segs)-1], last, partition)
+}
+
+// cutSegment truncates the segment to end with the entry at index last
+// (to nothing if it starts at last+1), checking every entry it keeps.
+func cutSegment(seg segmentFile, last uint64, partition int) error {
+	data, err := readSegment(seg.path, nil)
+	if err != nil {
+		return locate(err, partition)
+	}
+	var size int
+	if seg.index <= last {
+		res, _ := scanEntries(data, seg.index, 0, last, nil)
+		if want := last - seg.index + 1; uint64(res.entries) != want {
+			why := res.bad
+			if why == nil {
+				why = errMissing
+			}
+			return &CorruptError{Partition: partition, Segment: seg.name(), Index: seg.index + uint64(res.entries), Offset: int64(res.end), Err: why}
+		}
+		size = res.end
+	}
+	if size == len(data) {
+		return nil
+	}
+	f, err := os.OpenFile(seg.path, os.O_WRONLY, 0)
+	if err != nil {
+		return locate(err, partition)
+	}
+	err = f.Truncate(int64(size))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return locate(fmt.Errorf("cut %s back to index %d: %w", filepath.Base(seg.path), last, err), partition)
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// segmentFile is one segment of the log: a file named %020d of the index of
+// its first entry, holding back-to-back wal entries.
+type segmentFile struct {
+	index uint64 // index of its first entry
+	path  string // where its bytes are: a .START or .END file until an interrupted truncation is finished
+}
+
+func (s segmentFile) name() string { return filepath.Base(s.path) }
+
+func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
+
+// dirState is a log directory as wal.Open sees it. wal truncates through
+// temporary files (a .TEMP written and synced, renamed to .START or .END,
+// older segments removed, then renamed to the plain name) and wal.Open
+// finishes a truncation that a crash interrupted. dirState mirrors that
+// logic of wal v1.2.1 (Log.load), so that tail repair and Inspect look at
+// the file that will really be the last segment.
+type dirState struct {
+	segments  []segmentFile // the segments once the truncation is finished, in index order, at their current paths
+	remove    []string      // paths that finishing deletes
+	renames   [][2]string   // old path, new path
+	leftovers []string      // names of .START, .END and .TEMP files
+}
+
+// readDirState lists dir without changing it.
+func readDirState(dir string) (dirState, error) {
+	var st dirState
+	des, err := os.ReadDir(dir) // sorted by name, so by index
+	if err != nil {
+		return st, err
+	}
+	start, end := -1, -1
+	for _, de := range des {
+		name := de.Name()
+		if de.IsDir() || len(name) < 20 {
+			continue
+		}
+		index, err := strconv.ParseUint(name[:20], 10, 64)
+		if err != nil || index == 0 {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		switch suffix := name[20:]; {
+		case suffix == "":
+		case suffix == ".START":
+			start = len(st.segments)
+		case suffix == ".END":
+			if end == -1 {
+				end = len(st.segments)
+			}
+		case strings.HasSuffix(suffix, ".TEMP"):
+			// A truncation crashed before its rename: never referenced.
+			st.leftovers = append(st.leftovers, name)
+			st.remove = append(st.remove, path)
+			continue
+		default:
+			continue
+		}
+		if len(name) > 20 {
+			st.leftovers = append(st.leftovers, name)
+		}
+		st.segments = append(st.segments, segmentFile{index: index, path: path})
+	}
+	if start != -1 && end != -1 {
+		return st, &CorruptError{Segment: st.segments[start].name(), Index: st.segments[start].index, Err: errTruncation}
+	}
+	if start != -1 {
+		// TruncateFront crashed: the START file is the new first segment.
+		for _, s := range st.segments[:start] {
+			st.remove = append(st.remove, s.path)
+		}
+		st.segments = st.segments[start:]
+		st.rename(dir, 0)
+	}
+	if end != -1 {
+		// TruncateBack crashed: the END file is the new last segment.
+		for _, s := range st.segments[end+1:] {
+			st.remove = append(st.remove, s.path)
+		}
+		st.segments = st.segments[:end+1]
+		if n := len(st.segments); n > 1 && st.segments[n-2].index == st.segments[n-1].index {
+			// The END file replaces the segment of the same name.
+			st.segments = append(st.segments[:n-2], st.segments[n-1])
+		}
+		st.rename(dir, len(st.segments)-1)
+	}
+	return st, nil
+}
+
+func (st *dirState) rename(dir string, i int) {
+	s := st.segments[i]
+	st.renames = append(st.renames, [2]string{s.path, filepath.Join(dir, segmentName(s.index))})
+}
+
+// finishTruncation does what wal.Open would do to an interrupted
+// truncation, syncs the directory if that changed anything, and returns the
+// segments.
+func finishTruncation(dir string) ([]segmentFile, error) {
+	st, err := readDirState(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.remove) == 0 && len(st.renames) == 0 {
+		return st.segments, nil
+	}
+	for _, p := range st.remove {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	for _, r := range st.renames {
+		if err := os.Rename(r[0], r[1]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range st.segments {
+		st.segments[i].path = filepath.Join(dir, segmentName(st.segments[i].index))
+	}
+	return st.segments, syncDir(dir)
+}
+
+// readSegment reads a whole segment file into buf, growing it if needed.
+func readSegment(path string, buf []byte) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer f.Close()
+	return readFile(f, buf)
+}
+
+// readFile reads all of f into buf, growing it if needed.
+func readFile(f *os.File, buf []byte) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return buf[:0], err
+	}
+	size := fi.Size()
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size, size+size/8)
+	}
+	buf = buf[:size]
+	_, err = io.ReadFull(f, buf)
+	return buf, err
+}
+
+// scanResult is how far scanEntries got.
+type scanResult struct {
+	entries int   // whole entries read (those past through are not read)
+	end     int   // byte offset just past the last whole entry
+	bad     error // why reading stopped short of through and of the end of data; nil if it did not
+}
+
+// scanEntries reads the entries of one segment, whose first entry has index
+// start. It checks the frame of every entry from index from on and passes
+// it to fn (if not nil); it stops after index through. An error from fn
+// stops the scan and is returned as is.
+func scanEntries(data []byte, start, from, through uint64, fn func(index uint64, typ byte, payload []byte) error) (scanResult, error) {
+	pos, index := 0, start
+	for pos < len(data) && index <= through {
+		var size uint64
+		var w int
+		if b := data[pos]; b < 0x80 {
+			size, w = uint64(b), 1 // the common case: a frame under 128 bytes
+		} else if size, w = binary.Uvarint(data[pos:]); w <= 0 {
+			return scanResult{int(index - start), pos, errEntryLength}, nil
+		}
+		if size < minFrameSize {
+			return scanResult{int(index - start), pos, errEntryShort}, nil
+		}
+		if size > uint64(len(data)-pos-w) {
+			return scanResult{int(index - start), pos, errEntryPastEOF}, nil
+		}
+		next := pos + w + int(size)
+		if index >= from {
+			typ, payload, err := decodeFrame(data[pos+w : next])
+			if err != nil {
+				return scanResult{int(index - start), pos, err}, nil
+			}
+			if fn != nil {
+				if err := fn(index, typ, payload); err != nil {
+					return scanResult{int(index - start), pos, nil}, err
+				}
+			}
+		}
+		pos = next
+		index++
+	}
+	return scanResult{int(index - start), pos, nil}, nil
+}
+
+// findFrame returns the offset of the first wal entry at or after from
+// whose frame is whole and passes its checksum, or -1. Cheap checks come
+// first, so zero-filled or random bytes cost about one pass.
+func findFrame(data []byte, from int) int {
+	for q := from; q+1+minFrameSize <= len(data); q++ {
+		if data[q] < minFrameSize {
+			continue // 0 (zero fill) or too short for a frame
+		}
+		size, w := binary.Uvarint(data[q:])
+		if w <= 0 || size > uint64(len(data)-q-w) || size < minFrameSize {
+			continue
+		}
+		f := data[q+w : q+w+int(size)]
+		if f[0] != frameVersion || f[1] == 0 {
+			continue
+		}
+		if _, _, err := decodeFrame(f); err == nil {
+			return q
+		}
+	}
+	return -1
+}
+
+// syncDir makes creations, renames and removals in dir durable; wal never
+// does it.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
