@@ -1,0 +1,124 @@
+package cache
+
+import (
+	"slices"
+	"sync"
+	"testing"
+)
+
+func TestOffsetsOverwriteAndDelete(t *testing.T) {
+	tab := NewOffsets()
+	k0 := TopicPartition{"orders", 0}
+	k1 := TopicPartition{"orders", 1}
+	tab.Update(func(w OffsetsWriter) {
+		w.Put("g", 1, k0, Offset{Offset: 10, CommitTime: 100})
+		w.Put("g", 2, k0, Offset{Offset: 20, CommitTime: 200})
+		w.Put("g", 3, k1, Offset{Offset: 5, CommitTime: 150})
+		w.SetGeneration("g", 4)
+		w.SetGeneration("g", 2) // generations only grow
+	})
+	if v, ok := tab.Get("g", "orders", 0); !ok || v.Offset != 20 {
+		t.Fatalf("Get = %v %v, want the newer value 20", v, ok)
+	}
+	info, ok := tab.Info("g")
+	if !ok || info.Version != 3 || info.LastCommit != 200 || info.Generation != 4 || info.Offsets != 2 {
+		t.Fatalf("Info = %+v", info)
+	}
+	entries, _, _ := tab.Group("g", nil)
+	if len(entries) != 2 || entries[0].Partition != 0 || entries[1].Partition != 1 {
+		t.Fatalf("Group not sorted: %v", entries)
+	}
+	if keys, groups := tab.Len(); keys != 2 || groups != 1 {
+		t.Fatalf("Len = %d %d", keys, groups)
+	}
+	tab.Update(func(w OffsetsWriter) {
+		w.Delete("g", 4, k0)
+		w.Delete("g", 5, TopicPartition{"missing", 0}) // no-op
+	})
+	if info, _ := tab.Info("g"); info.Version != 4 || info.Offsets != 1 {
+		t.Fatalf("after delete Info = %+v", info)
+	}
+	tab.Update(func(w OffsetsWriter) { w.Delete("g", 6, k1) })
+	if _, ok := tab.Info("g"); ok {
+		t.Fatal("a group without offsets still exists")
+	}
+	if keys, groups := tab.Len(); keys != 0 || groups != 0 {
+		t.Fatalf("Len = %d %d after deleting everything", keys, groups)
+	}
+}
+
+func TestDeleteGroupAndGroups(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		for _, g := range []string{"b", "a", "c"} {
+			w.Put(g, 1, TopicPartition{"t", 0}, Offset{})
+			w.Put(g, 1, TopicPartition{"t", 1}, Offset{})
+		}
+		w.DeleteGroup("b")
+		w.DeleteGroup("missing")
+	})
+	got := tab.Groups(nil)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("Groups = %v", got)
+	}
+	if keys, _ := tab.Len(); keys != 4 {
+		t.Fatalf("keys = %d, want 4", keys)
+	}
+}
+
+func TestGroupNameReusesTheTablesString(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		w.Put("group", 1, TopicPartition{"t", 0}, Offset{})
+		b := []byte("group")
+		if n := testing.AllocsPerRun(10, func() { _ = w.GroupName(b) }); n != 0 {
+			t.Errorf("GroupName of a known group allocates %v times", n)
+		}
+	})
+}
+
+// TestConcurrentReaders runs readers against a writer under the race
+// detector: a reader sees a whole batch or none of it.
+func TestConcurrentReaders(t *testing.T) {
+	tab := NewOffsets()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				entries, _, ok := tab.Group("g", nil)
+				if ok && (len(entries) != 2 || entries[0].Offset.Offset != entries[1].Offset.Offset) {
+					t.Error("a batch was seen half applied")
+					return
+				}
+			}
+		}()
+	}
+	for i := range int64(2000) {
+		tab.Update(func(w OffsetsWriter) {
+			w.Put("g", uint64(i), TopicPartition{"t", 0}, Offset{Offset: i})
+			w.Put("g", uint64(i), TopicPartition{"t", 1}, Offset{Offset: i})
+		})
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func BenchmarkGet(b *testing.B) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		w.Put("payments", 1, TopicPartition{"orders", 3}, Offset{Offset: 42})
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		tab.Get("payments", "orders", 3)
+	}
+}

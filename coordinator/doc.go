@@ -1,0 +1,30 @@
+// Package coordinator is offsetd's embedded API: it stores consumer-group
+// offsets and static-topic mappings durably and serves them from memory.
+//
+// Every group hashes to one of N internal partitions (N is fixed when the data
+// directory is created). Each partition has its own append-only log and one
+// writer goroutine that batches every request waiting for it into a single
+// log append with a single fsync (group commit), applies the batch to the
+// in-memory tables, and only then acknowledges it. Reads are served from the
+// tables and never touch the disk. On Open, every partition replays its log
+// into its tables, in parallel.
+//
+// Guarantees:
+//   - a call that returned nil is durable (fsynced), unless
+//     Options.UnsafeNoSync is set;
+//   - a Fetch never returns a value that a crash could take back;
+//   - one Commit call is one log entry: after a crash all of it is there or
+//     none of it;
+//   - the last write wins, in log order: a reset to a lower offset holds;
+//   - bad input fails with ErrInvalid and writes nothing.
+//
+// Lifecycle:
+//
+//	c, err := coordinator.Open("/var/lib/offsetd", coordinator.DefaultOptions())
+//	if err != nil { ... }
+//	defer c.Close()
+//	err = c.Commit(ctx, "payments", []coordinator.OffsetCommit{
+//		{Topic: "orders", Partition: 0, Offset: 42, LeaderEpoch: -1},
+//	})
+//	off, ok, err := c.Fetch("payments", "orders", 0)
+package coordinator

@@ -1,0 +1,37 @@
+package coordinator
+
+import (
+	"errors"
+
+	"github.com/offsetd/offsetd/log"
+)
+
+// Errors returned by the coordinator, checkable with errors.Is. They are
+// wrapped with the offending field, partition or location.
+var (
+	// ErrInvalid reports bad input; nothing was written.
+	ErrInvalid = errors.New("coordinator: invalid argument")
+	// ErrClosed reports a call on a closed Coordinator.
+	ErrClosed = errors.New("coordinator: closed")
+	// ErrCorrupt reports damage in the data directory that offsetd refuses
+	// to replay; it is the log's corruption error.
+	ErrCorrupt = log.ErrCorrupt
+	// ErrPartitionMismatch reports a data directory created with another
+	// partition count or hash.
+	ErrPartitionMismatch = errors.New("coordinator: partition count mismatch")
+	// ErrNotFound reports a group, offset or static topic that does not exist.
+	ErrNotFound = errors.New("coordinator: not found")
+	// ErrLoading reports a request for a partition that is still replaying
+	// its log. Retry later.
+	ErrLoading = errors.New("coordinator: partition loading")
+	// ErrWriteFailed reports a commit whose log write or fsync failed: it was
+	// not acknowledged and will not appear. The partition repairs its log
+	// before taking new work; retry later.
+	ErrWriteFailed = errors.New("coordinator: write failed")
+	// ErrStaleGeneration reports a commit whose consumer-group generation is
+	// lower than one already seen for the group: a member from before a
+	// rebalance must not overwrite newer progress.
+	ErrStaleGeneration = errors.New("coordinator: stale generation")
+	// ErrLocked reports a data directory already opened by another process.
+	ErrLocked = errors.New("coordinator: data directory in use")
+)

@@ -1,0 +1,300 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/offsetd/offsetd/cache"
+)
+
+// OffsetCommit is one offset in a Commit call.
+type OffsetCommit struct {
+	Topic     string
+	Partition int32
+	// Offset is the next offset the group will consume; -1 means none.
+	Offset int64
+	// LeaderEpoch is the partition leader epoch the offset was read at, or -1.
+	LeaderEpoch int32
+	// Metadata is free text the consumer keeps with its offset, at most
+	// Options.MaxMetadataBytes.
+	Metadata string
+}
+
+// Offset is a group's committed position on one topic partition.
+type Offset struct {
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// CommitTime is when the coordinator wrote the commit.
+	CommitTime time.Time
+}
+
+// PartitionOffset is one entry of a group's offsets.
+type PartitionOffset struct {
+	Topic     string
+	Partition int32
+	Offset
+}
+
+// GroupInfo describes a consumer group.
+type GroupInfo struct {
+	// Version is the log index of the group's last change; it grows with
+	// every change, so polling clients can tell whether anything changed.
+	Version uint64
+	// LastCommit is the time of the group's newest commit.
+	LastCommit time.Time
+	// Generation is the highest consumer-group generation a commit carried,
+	// or -1.
+	Generation int32
+	// Offsets counts the group's offsets.
+	Offsets int
+}
+
+// NoGeneration is the generation of a commit that does not take part in
+// generation fencing, as a simple consumer's.
+const NoGeneration int32 = -1
+
+// Commit durably stores a group's offsets. The offsets of one call are one
+// log entry: after a crash, all of them are there or none. Commit returns
+// once the entry is fsynced and visible to Fetch.
+func (c *Coordinator) Commit(ctx context.Context, group string, offsets []OffsetCommit) error {
+	_, err := c.CommitGeneration(ctx, group, NoGeneration, offsets)
+	return err
+}
+
+// CommitGeneration is Commit with generation fencing: when generation is not
+// NoGeneration and is lower than the highest generation already committed for
+// the group, the commit fails with ErrStaleGeneration and writes nothing. It
+// returns the group's new version.
+func (c *Coordinator) CommitGeneration(ctx context.Context, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
+	if err := c.validateCommit(group, generation, offsets); err != nil {
+		return 0, err
+	}
+	p := c.groupPartition(group)
+	return c.submit(ctx, p, &request{
+		typ: recCommit,
+		build: func(p *partition, dst []byte) ([]byte, error) {
+			if generation != NoGeneration {
+				highest := p.batchGen[group]
+				if info, ok := p.offsets.Info(group); ok && info.Generation > highest {
+					highest = info.Generation
+				}
+				if generation < highest {
+					return nil, fmt.Errorf("%w: group %q generation %d is below %d", ErrStaleGeneration, group, generation, highest)
+				}
+				p.batchGen[group] = generation
+			}
+			return encodeCommit(dst, group, generation, c.opts.Now().UnixMilli(), offsets), nil
+		},
+	})
+}
+
+func (c *Coordinator) validateCommit(group string, generation int32, offsets []OffsetCommit) error {
+	if err := validName("group", group); err != nil {
+		return err
+	}
+	if generation < NoGeneration {
+		return fmt.Errorf("%w: generation %d", ErrInvalid, generation)
+	}
+	if len(offsets) == 0 {
+		return fmt.Errorf("%w: commit of group %q has no offsets", ErrInvalid, group)
+	}
+	if len(offsets) > MaxOffsetsPerCommit {
+		return fmt.Errorf("%w: commit of group %q has %d offsets (at most %d)", ErrInvalid, group, len(offsets), MaxOffsetsPerCommit)
+	}
+	for i, o := range offsets {
+		if err := validName("topic", o.Topic); err != nil {
+			return fmt.Errorf("offsets[%d]: %w", i, err)
+		}
+		if o.Partition < 0 {
+			return fmt.Errorf("%w: offsets[%d]: partition %d", ErrInvalid, i, o.Partition)
+		}
+		if o.Offset < -1 {
+			return fmt.Errorf("%w: offsets[%d]: offset %d (at least -1)", ErrInvalid, i, o.Offset)
+		}
+		if o.LeaderEpoch < -1 {
+			return fmt.Errorf("%w: offsets[%d]: leader epoch %d (at least -1)", ErrInvalid, i, o.LeaderEpoch)
+		}
+		if len(o.Metadata) > c.opts.MaxMetadataBytes {
+			return fmt.Errorf("%w: offsets[%d]: metadata of %d bytes (at most %d)", ErrInvalid, i, len(o.Metadata), c.opts.MaxMetadataBytes)
+		}
+		if !utf8.ValidString(o.Metadata) {
+			return fmt.Errorf("%w: offsets[%d]: metadata is not valid UTF-8", ErrInvalid, i)
+		}
+	}
+	return nil
+}
+
+// validName checks a group, topic or scope name.
+func validName(field, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty %s", ErrInvalid, field)
+	case len(name) > MaxNameBytes:
+		return fmt.Errorf("%w: %s of %d bytes (at most %d)", ErrInvalid, field, len(name), MaxNameBytes)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, field)
+	}
+	return nil
+}
+
+// Fetch returns the group's committed offset on topic and partition; ok is
+// false when there is none.
+func (c *Coordinator) Fetch(group, topic string, partition int32) (o Offset, ok bool, err error) {
+	if len(group) == 0 || len(group) > MaxNameBytes || len(topic) == 0 || len(topic) > MaxNameBytes || partition < 0 {
+		return Offset{}, false, fmt.Errorf("%w: fetch of group %q topic %q partition %d", ErrInvalid, group, topic, partition)
+	}
+	p := c.groupPartition(group)
+	if err := c.readable(p); err != nil {
+		return Offset{}, false, err
+	}
+	v, ok := p.offsets.Get(group, topic, partition)
+	if !ok {
+		return Offset{}, false, nil
+	}
+	return toOffset(v), true, nil
+}
+
+func toOffset(v cache.Offset) Offset {
+	return Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata, CommitTime: time.UnixMilli(v.CommitTime)}
+}
+
+// FetchGroup returns every offset of group, sorted by topic then partition.
+// A group without offsets has none: the result is empty, not an error.
+func (c *Coordinator) FetchGroup(group string) ([]PartitionOffset, error) {
+	out, _, err := c.GroupOffsets(group)
+	return out, err
+}
+
+// GroupOffsets is FetchGroup with the group's description, whose Version
+// matches the offsets returned.
+func (c *Coordinator) GroupOffsets(group string) ([]PartitionOffset, GroupInfo, error) {
+	if err := validName("group", group); err != nil {
+		return nil, GroupInfo{}, err
+	}
+	p := c.groupPartition(group)
+	if err := c.readable(p); err != nil {
+		return nil, GroupInfo{}, err
+	}
+	entries, info, ok := p.offsets.Group(group, nil)
+	if !ok {
+		return []PartitionOffset{}, GroupInfo{Generation: NoGeneration}, nil
+	}
+	out := make([]PartitionOffset, len(entries))
+	for i, e := range entries {
+		out[i] = PartitionOffset{Topic: e.Topic, Partition: e.Partition, Offset: toOffset(e.Offset)}
+	}
+	return out, toGroupInfo(info), nil
+}
+
+func toGroupInfo(info cache.GroupInfo) GroupInfo {
+	return GroupInfo{Version: info.Version, LastCommit: time.UnixMilli(info.LastCommit), Generation: info.Generation, Offsets: info.Offsets}
+}
+
+// Group describes group; ok is false when it has no offsets.
+func (c *Coordinator) Group(group string) (info GroupInfo, ok bool, err error) {
+	if err := validName("group", group); err != nil {
+		return GroupInfo{}, false, err
+	}
+	p := c.groupPartition(group)
+	if err := c.readable(p); err != nil {
+		return GroupInfo{}, false, err
+	}
+	ci, ok := p.offsets.Info(group)
+	if !ok {
+		return GroupInfo{Generation: NoGeneration}, false, nil
+	}
+	return toGroupInfo(ci), true, nil
+}
+
+// WatchGroup returns the group's version and a channel that is closed at the
+// next change of the group's partition: a long poll waits on the channel,
+// then compares versions again.
+func (c *Coordinator) WatchGroup(group string) (version uint64, changed <-chan struct{}, err error) {
+	if err := validName("group", group); err != nil {
+		return 0, nil, err
+	}
+	p := c.groupPartition(group)
+	if err := c.readable(p); err != nil {
+		return 0, nil, err
+	}
+	changed = p.watch()
+	info, _ := p.offsets.Info(group)
+	return info.Version, changed, nil
+}
+
+// Groups returns the name of every group with at least one offset, sorted.
+func (c *Coordinator) Groups() []string {
+	return c.sortedGroups()
+}
+
+// DeleteGroup removes every offset of group with one tombstone record. It
+// fails with ErrNotFound, writing nothing, when the group has no offsets.
+func (c *Coordinator) DeleteGroup(ctx context.Context, group string) error {
+	if err := validName("group", group); err != nil {
+		return err
+	}
+	_, err := c.submit(ctx, c.groupPartition(group), &request{
+		typ:        recDeleteGroup,
+		readsState: true,
+		build: func(p *partition, dst []byte) ([]byte, error) {
+			if _, ok := p.offsets.Info(group); !ok {
+				return nil, fmt.Errorf("%w: group %q", ErrNotFound, group)
+			}
+			return encodeDeleteGroup(dst, group), nil
+		},
+	})
+	return err
+}
+
+type topicPartition = cache.TopicPartition
+
+// DeleteOffsets removes the group's offsets on topic: on the given
+// partitions, or on every partition when none is given. It writes one
+// tombstone record for the offsets that exist and fails with ErrNotFound,
+// writing nothing, when none of them does.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, group, topic string, partitions ...int32) error {
+	if err := validName("group", group); err != nil {
+		return err
+	}
+	if err := validName("topic", topic); err != nil {
+		return err
+	}
+	if len(partitions) > MaxOffsetsPerCommit {
+		return fmt.Errorf("%w: %d partitions (at most %d)", ErrInvalid, len(partitions), MaxOffsetsPerCommit)
+	}
+	for _, part := range partitions {
+		if part < 0 {
+			return fmt.Errorf("%w: partition %d", ErrInvalid, part)
+		}
+	}
+	_, err := c.submit(ctx, c.groupPartition(group), &request{
+		typ:        recDeleteOffsets,
+		readsState: true,
+		build: func(p *partition, dst []byte) ([]byte, error) {
+			var keys []topicPartition
+			entries, _, _ := p.offsets.Group(group, nil)
+			for _, e := range entries {
+				if e.Topic == topic && (len(partitions) == 0 || containsPartition(partitions, e.Partition)) {
+					keys = append(keys, e.TopicPartition)
+				}
+			}
+			if len(keys) == 0 {
+				return nil, fmt.Errorf("%w: offsets of group %q on topic %q", ErrNotFound, group, topic)
+			}
+			return encodeDeleteOffsets(dst, group, keys), nil
+		},
+	})
+	return err
+}
+
+func containsPartition(parts []int32, p int32) bool {
+	for _, q := range parts {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package coordinator
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/offsetd/offsetd/partitioner"
+)
+
+// Limits on a single request. They bound the size of one log entry.
+const (
+	// MaxNameBytes bounds group, topic and scope names.
+	MaxNameBytes = 255
+	// MaxOffsetsPerCommit bounds the offsets of one Commit call.
+	MaxOffsetsPerCommit = 10000
+)
+
+// Options configures a Coordinator. The zero value is not valid: start from
+// DefaultOptions.
+type Options struct {
+	// Partitions is the number of internal partitions, fixed when the data
+	// directory is created; opening it with another count fails with
+	// ErrPartitionMismatch.
+	Partitions int
+	// SegmentSize is the target size of a log segment file in bytes. Each
+	// partition keeps its tail segment in memory, so memory for the logs is
+	// about Partitions × 2 × SegmentSize: keep it a few MiB.
+	SegmentSize int
+	// MaxMetadataBytes bounds the metadata string of one offset.
+	MaxMetadataBytes int
+	// UnsafeNoSync acknowledges commits without fsync. A crash of the
+	// machine (not only of the process) can then lose acknowledged commits.
+	UnsafeNoSync bool
+	// LoadInBackground makes Open return before the partitions have replayed
+	// their logs. Until a partition is loaded, requests for it fail with
+	// ErrLoading; Ready and WaitReady tell when all are.
+	LoadInBackground bool
+	// Logger receives warnings (repaired tails, failed writes) and load
+	// progress. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock stamped on commits. Nil means time.Now.
+	Now func() time.Time
+	// Observer, if set, is told about every log append and partition load,
+	// for metrics. Its methods are called from the partitions' goroutines
+	// and must be quick.
+	Observer Observer
+}
+
+// Observer receives measurements of the write path and of loading.
+type Observer interface {
+	// ObserveAppend reports one group commit: how many requests it carried,
+	// its bytes, and how long the log append with its fsync took. err is the
+	// append's error, if any.
+	ObserveAppend(partition, requests, bytes int, took time.Duration, err error)
+	// ObserveLoad reports a partition's replay at open.
+	ObserveLoad(partition int, records int, took time.Duration)
+}
+
+// DefaultOptions returns the options offsetd runs with unless told otherwise.
+func DefaultOptions() Options {
+	return Options{
+		Partitions:       16,
+		SegmentSize:      4 << 20,
+		MaxMetadataBytes: 4096,
+	}
+}
+
+func (o *Options) ensureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+func (o Options) validate() error {
+	if o.Partitions < 1 || o.Partitions > partitioner.MaxPartitions {
+		return fmt.Errorf("%w: Partitions %d (want 1..%d)", ErrInvalid, o.Partitions, partitioner.MaxPartitions)
+	}
+	if o.SegmentSize < 4096 {
+		return fmt.Errorf("%w: SegmentSize %d (want at least 4096)", ErrInvalid, o.SegmentSize)
+	}
+	if o.MaxMetadataBytes < 0 {
+		return fmt.Errorf("%w: MaxMetadataBytes %d", ErrInvalid, o.MaxMetadataBytes)
+	}
+	return nil
+}

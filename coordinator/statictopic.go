@@ -1,0 +1,319 @@
+package coordinator
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/offsetd/offsetd/statictopic"
+)
+
+// Static topics keep a fixed number of logic queues however brokers come and
+// go. Their mappings live in the partition their topic name hashes to, one
+// mapping per topic and scope, each change a durable record fenced by epoch.
+
+// errNoChange is returned by a request's build when the request is already
+// satisfied: it succeeds without writing.
+var errNoChange = errors.New("no change")
+
+// ScopeInfo describes a scope known to the coordinator.
+type ScopeInfo struct {
+	// Scope is the scope's canonical name.
+	Scope string `json:"scope"`
+	// BrokerName is the scope's logic broker name, "__logic__…".
+	BrokerName string `json:"brokerName"`
+	// GlobalRead is the scope's disaster switch: while on, consumers in other
+	// scopes also see this scope's logic queues.
+	GlobalRead bool `json:"globalRead"`
+	// Topics counts the static topics in the scope.
+	Topics int `json:"topics"`
+}
+
+func parseScope(scope string) (statictopic.Scope, error) {
+	if err := validName("scope", scope); err != nil {
+		return statictopic.Scope{}, err
+	}
+	s, err := statictopic.ParseScope(scope)
+	if err != nil {
+		return statictopic.Scope{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return s, nil
+}
+
+// CreateStaticTopic creates topic in scope with totalQueues logic queues,
+// spread evenly over brokers (least-loaded first), each on a fresh physical
+// queue. Called again with a larger totalQueues it grows the topic; with the
+// same count it returns the stored mapping and writes nothing; a smaller
+// count is an error.
+func (c *Coordinator) CreateStaticTopic(ctx context.Context, topic, scope string, totalQueues int32, brokers []string) (statictopic.Mapping, error) {
+	sc, err := c.checkTopicScope(topic, scope)
+	if err != nil {
+		return statictopic.Mapping{}, err
+	}
+	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
+		if stored != nil && stored.TotalQueues == totalQueues {
+			return *stored, errNoChange
+		}
+		var old int64
+		if stored != nil {
+			old = stored.Epoch
+		}
+		return statictopic.Create(topic, sc, totalQueues, brokers, statictopic.NextEpoch(old, now), now, stored)
+	})
+}
+
+// RemapStaticTopic moves logic queues to other brokers: each move seals the
+// queue's current leader item at oldLeaderMaxOffset and appends a new item
+// on the target broker, whose logic range starts on the next 10,000 boundary
+// that leaves at least half a block after the old range.
+func (c *Coordinator) RemapStaticTopic(ctx context.Context, topic, scope string, moves []statictopic.QueueMove) (statictopic.Mapping, error) {
+	sc, err := c.checkTopicScope(topic, scope)
+	if err != nil {
+		return statictopic.Mapping{}, err
+	}
+	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
+		if stored == nil {
+			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
+		}
+		return statictopic.Remap(*stored, moves, statictopic.NextEpoch(stored.Epoch, now), now)
+	})
+}
+
+// PutStaticTopic stores a whole mapping, as an import or a sync from another
+// coordinator. It is validated and fenced by epoch: a lower epoch fails with
+// statictopic.ErrStaleEpoch, an equal epoch must carry identical content
+// (otherwise statictopic.ErrEpochConflict) and writes nothing, a higher epoch
+// replaces the stored mapping.
+func (c *Coordinator) PutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	sc, err := c.checkTopicScope(m.Topic, m.Scope)
+	if err != nil {
+		return err
+	}
+	m = m.Clone()
+	_, err = c.changeMapping(ctx, m.Topic, sc, func(stored *statictopic.Mapping, _ int64) (statictopic.Mapping, error) {
+		if stored != nil {
+			replace, err := statictopic.CheckEpoch(*stored, m)
+			if err != nil {
+				return statictopic.Mapping{}, err
+			}
+			if !replace {
+				return *stored, errNoChange
+			}
+		}
+		return m, nil
+	})
+	return err
+}
+
+func (c *Coordinator) checkTopicScope(topic, scope string) (statictopic.Scope, error) {
+	if err := validName("topic", topic); err != nil {
+		return statictopic.Scope{}, err
+	}
+	return parseScope(scope)
+}
+
+// changeMapping runs change in topic's partition writer against the stored
+// mapping (nil when there is none), checks the result against the topic's
+// mappings in other scopes, and writes it.
+func (c *Coordinator) changeMapping(ctx context.Context, topic string, sc statictopic.Scope,
+	change func(stored *statictopic.Mapping, nowMillis int64) (statictopic.Mapping, error)) (statictopic.Mapping, error) {
+	var out statictopic.Mapping
+	_, err := c.submit(ctx, c.topicPartition(topic), &request{
+		typ:        recMapping,
+		readsState: true,
+		build: func(p *partition, dst []byte) ([]byte, error) {
+			var stored *statictopic.Mapping
+			if m, ok := p.mappings.Get(topic, sc.String()); ok {
+				stored = &m
+			}
+			m, err := change(stored, c.opts.Now().UnixMilli())
+			if errors.Is(err, errNoChange) {
+				out = m.Clone()
+				return nil, err
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := statictopic.CheckScopeConflict(topic, sc, p.mappings.Topic(topic, nil)); err != nil {
+				return nil, err
+			}
+			if err := m.Validate(); err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				return nil, err
+			}
+			out = m.Clone()
+			return append(dst, b...), nil
+		},
+	})
+	if errors.Is(err, errNoChange) {
+		err = nil
+	}
+	return out, err
+}
+
+// StaticTopic returns the mapping of topic in scope; ok is false when there
+// is none.
+func (c *Coordinator) StaticTopic(topic, scope string) (m statictopic.Mapping, ok bool, err error) {
+	sc, err := c.checkTopicScope(topic, scope)
+	if err != nil {
+		return statictopic.Mapping{}, false, err
+	}
+	p := c.topicPartition(topic)
+	if err := c.readable(p); err != nil {
+		return statictopic.Mapping{}, false, err
+	}
+	m, ok = p.mappings.Get(topic, sc.String())
+	return m.Clone(), ok, nil
+}
+
+// StaticTopics returns every stored mapping, sorted by topic and scope.
+func (c *Coordinator) StaticTopics() []statictopic.Mapping {
+	var out []statictopic.Mapping
+	for _, p := range c.parts {
+		if p.state.Load() == stateReady {
+			out = p.mappings.All(out)
+		}
+	}
+	slices.SortFunc(out, func(a, b statictopic.Mapping) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Scope, b.Scope))
+	})
+	for i := range out {
+		out[i] = out[i].Clone()
+	}
+	return out
+}
+
+// Route returns the logic queues of topic that a client in clientScope sees
+// in role: its own scope's (or the global mapping's), and for a consumer
+// also those of every other scope in global read.
+func (c *Coordinator) Route(topic, clientScope string, role statictopic.Role) (statictopic.Route, error) {
+	sc, err := c.checkTopicScope(topic, clientScope)
+	if err != nil {
+		return statictopic.Route{}, err
+	}
+	p := c.topicPartition(topic)
+	if err := c.readable(p); err != nil {
+		return statictopic.Route{}, err
+	}
+	return statictopic.BuildRoute(topic, sc, role, p.mappings.Topic(topic, nil), c.switches.GlobalRead)
+}
+
+// WatchStaticTopic returns two channels: one closed at the next change of the
+// partition that holds topic, one at the next change of any global-read
+// switch. A long poll of a mapping or route waits on them, then compares
+// versions again.
+func (c *Coordinator) WatchStaticTopic(topic string) (partition, switches <-chan struct{}, err error) {
+	if err := validName("topic", topic); err != nil {
+		return nil, nil, err
+	}
+	p := c.topicPartition(topic)
+	if err := c.readable(p); err != nil {
+		return nil, nil, err
+	}
+	return p.watch(), c.switches.Changed(), nil
+}
+
+// SetGlobalRead turns scope's disaster switch on or off. While it is on,
+// consumers in every other scope also see this scope's logic queues of the
+// same topics, to drain what it left unconsumed; producers still see only
+// their own scope. The switch is a durable record.
+func (c *Coordinator) SetGlobalRead(ctx context.Context, scope string, enabled bool) error {
+	sc, err := parseScope(scope)
+	if err != nil {
+		return err
+	}
+	if sc.IsGlobal() {
+		return fmt.Errorf("%w: the global scope has no global-read switch", ErrInvalid)
+	}
+	_, err = c.submit(ctx, c.topicPartition(sc.String()), &request{
+		typ: recGlobalRead,
+		build: func(_ *partition, dst []byte) ([]byte, error) {
+			return encodeGlobalRead(dst, sc.String(), enabled), nil
+		},
+	})
+	return err
+}
+
+// SwitchesVersion counts the global-read switch records applied; together
+// with a route's epoch it tells whether the route may have changed.
+func (c *Coordinator) SwitchesVersion() uint64 { return c.switches.Version() }
+
+// Scopes describes every scope that holds a static topic or has its
+// global-read switch on, sorted by name.
+func (c *Coordinator) Scopes() []ScopeInfo {
+	byName := map[string]*ScopeInfo{}
+	get := func(name string) *ScopeInfo {
+		if s, ok := byName[name]; ok {
+			return s
+		}
+		s := &ScopeInfo{Scope: name}
+		if sc, err := statictopic.ParseScope(name); err == nil {
+			s.BrokerName = sc.BrokerName()
+		}
+		byName[name] = s
+		return s
+	}
+	for _, m := range c.StaticTopics() {
+		get(m.Scope).Topics++
+	}
+	for _, name := range c.switches.Scopes() {
+		get(name).GlobalRead = true
+	}
+	out := make([]ScopeInfo, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b ScopeInfo) int { return cmp.Compare(a.Scope, b.Scope) })
+	return out
+}
+
+// Translate returns where logicOffset of logic queue queueID lives: the
+// broker, physical queue and physical offset of the mapping item whose logic
+// range holds it. An offset outside every item's range fails with
+// statictopic.ErrOutOfRange.
+func (c *Coordinator) Translate(topic, scope string, queueID int32, logicOffset int64) (broker string, physicalQueue int32, physicalOffset int64, err error) {
+	m, err := c.mustStaticTopic(topic, scope)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	item, phys, err := m.ToPhysical(queueID, logicOffset)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	return item.Broker, item.QueueID, phys, nil
+}
+
+// TranslateToLogic is the reverse of Translate: it returns the logic queue
+// and logic offset of physicalOffset on broker's physical queue.
+func (c *Coordinator) TranslateToLogic(topic, scope, broker string, physicalQueue int32, physicalOffset int64) (queueID int32, logicOffset int64, err error) {
+	m, err := c.mustStaticTopic(topic, scope)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m.ToLogic(broker, physicalQueue, physicalOffset)
+}
+
+func (c *Coordinator) mustStaticTopic(topic, scope string) (statictopic.Mapping, error) {
+	sc, err := c.checkTopicScope(topic, scope)
+	if err != nil {
+		return statictopic.Mapping{}, err
+	}
+	p := c.topicPartition(topic)
+	if err := c.readable(p); err != nil {
+		return statictopic.Mapping{}, err
+	}
+	m, ok := p.mappings.Get(topic, sc.String())
+	if !ok {
+		return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
+	}
+	return m, nil
+}
