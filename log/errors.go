@@ -42,6 +42,9 @@ const (
 	errSegmentEmpty corruption = "empty segment before the last one"
 	errMissing      corruption = "segments end before the last index of the log"
 	errTruncation   corruption = "both .START and .END files from interrupted truncations"
+	errSnapHeader   corruption = "snapshot header missing or damaged"
+	errSnapShort    corruption = "snapshot cut short"
+	errSnapFooter   corruption = "snapshot footer damaged or record count wrong"
 )
 
 // CorruptError locates damage in a log directory. It matches ErrCorrupt
