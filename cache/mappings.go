@@ -75,15 +75,13 @@ func (t *Mappings) Put(m statictopic.Mapping) {
 
 // Switches holds the global-read switch of every scope that has one on.
 type Switches struct {
-	mu      sync.RWMutex
-	on      map[string]bool // guarded by mu
-	version uint64          // guarded by mu; counts changes
-	changed chan struct{}   // guarded by mu; closed and replaced on every change
+	mu sync.RWMutex
+	on map[string]bool // guarded by mu
 }
 
 // NewSwitches returns a table with every switch off.
 func NewSwitches() *Switches {
-	return &Switches{on: make(map[string]bool), changed: make(chan struct{})}
+	return &Switches{on: make(map[string]bool)}
 }
 
 // GlobalRead reports whether scope is in global read.
@@ -102,34 +100,14 @@ func (s *Switches) SetGlobalRead(scope string, enabled bool) {
 	} else {
 		delete(s.on, scope)
 	}
-	s.version++
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
-// Version counts the switch records applied since the table was created.
-// Replaying the same log gives the same count, so it can tag responses that
-// depend on the switches.
-func (s *Switches) Version() uint64 {
+// Scopes appends every scope in global read to dst.
+func (s *Switches) Scopes(dst []string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.version
-}
-
-// Changed returns a channel closed at the next change of any switch.
-func (s *Switches) Changed() <-chan struct{} {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.changed
-}
-
-// Scopes returns every scope in global read.
-func (s *Switches) Scopes() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.on))
 	for scope := range s.on {
-		out = append(out, scope)
+		dst = append(dst, scope)
 	}
-	return out
+	return dst
 }

@@ -76,23 +76,31 @@ func (t *Offsets) Get(groupName, topic string, partition int32) (Offset, bool) {
 // and returns them with the group's description. ok is false when the group
 // has no offsets.
 func (t *Offsets) Group(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
-	t.mu.RLock()
-	g := t.groups[groupName]
-	if g != nil {
-		info = g.info
-		dst = slices.Grow(dst, len(g.offsets))
-		for k, v := range g.offsets {
-			dst = append(dst, Entry{k, v})
-		}
-	}
-	t.mu.RUnlock()
-	slices.SortFunc(dst, func(a, b Entry) int {
+	start := len(dst)
+	dst, info, ok = t.GroupEntries(groupName, dst)
+	slices.SortFunc(dst[start:], func(a, b Entry) int {
 		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Partition, b.Partition)
 	})
-	return dst, info, g != nil
+	return dst, info, ok
+}
+
+// GroupEntries is Group without the sorting, for readers that do not need
+// an order (snapshots).
+func (t *Offsets) GroupEntries(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g := t.groups[groupName]
+	if g == nil {
+		return dst, GroupInfo{}, false
+	}
+	dst = slices.Grow(dst, len(g.offsets))
+	for k, v := range g.offsets {
+		dst = append(dst, Entry{k, v})
+	}
+	return dst, g.info, true
 }
 
 // Info returns the group's description; ok is false when it has no offsets.
@@ -123,17 +131,20 @@ func (t *Offsets) Len() (keys, groups int) {
 	return t.keys, len(t.groups)
 }
 
-// Range calls fn for every group with its description and offsets, in no
-// particular order, until fn returns false. The table is read-locked
-// throughout: fn must not call Update and should be quick.
-func (t *Offsets) Range(fn func(group string, info GroupInfo, offsets map[TopicPartition]Offset) bool) {
+// IdleGroups appends to dst, up to limit, the names of groups whose newest
+// commit is older than before (Unix milliseconds).
+func (t *Offsets) IdleGroups(before int64, limit int, dst []string) []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for name, g := range t.groups {
-		if !fn(name, g.info, g.offsets) {
-			return
+		if len(dst) >= limit {
+			break
+		}
+		if g.info.LastCommit < before {
+			dst = append(dst, name)
 		}
 	}
+	return dst
 }
 
 // Update runs fn with the table locked for writing, so that a whole batch
@@ -164,6 +175,16 @@ func (w OffsetsWriter) Put(groupName string, version uint64, key TopicPartition,
 	g.offsets[key] = v
 	g.info.Version = version
 	g.info.LastCommit = max(g.info.LastCommit, v.CommitTime)
+}
+
+// SetInfo sets the version, last commit time and generation of a group that
+// has offsets, as a snapshot recorded them.
+func (w OffsetsWriter) SetInfo(groupName string, version uint64, lastCommit int64, gen int32) {
+	if g := w.t.groups[groupName]; g != nil {
+		g.info.Version = version
+		g.info.LastCommit = max(g.info.LastCommit, lastCommit)
+		g.info.Generation = max(g.info.Generation, gen)
+	}
 }
 
 // SetGeneration raises the group's highest generation to gen. It applies only

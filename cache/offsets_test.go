@@ -122,3 +122,19 @@ func BenchmarkGet(b *testing.B) {
 		tab.Get("payments", "orders", 3)
 	}
 }
+
+func TestIdleGroups(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		w.Put("old", 1, TopicPartition{"t", 0}, Offset{CommitTime: 100})
+		w.Put("mixed", 2, TopicPartition{"t", 0}, Offset{CommitTime: 100})
+		w.Put("mixed", 3, TopicPartition{"t", 1}, Offset{CommitTime: 900}) // one active partition keeps the group
+		w.Put("new", 4, TopicPartition{"t", 0}, Offset{CommitTime: 900})
+	})
+	if got := tab.IdleGroups(500, 10, nil); !slices.Equal(got, []string{"old"}) {
+		t.Fatalf("IdleGroups = %v, want [old]", got)
+	}
+	if got := tab.IdleGroups(1000, 2, nil); len(got) != 2 {
+		t.Fatalf("IdleGroups with limit 2 = %v", got)
+	}
+}

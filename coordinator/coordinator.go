@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/offsetd/offsetd/cache"
 	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/partitioner"
 )
@@ -25,16 +24,17 @@ type Coordinator struct {
 	opts     Options
 	part     partitioner.Partitioner
 	parts    []*partition
-	switches *cache.Switches
+	switched *signal // fires when any global-read switch changes
 	lock     *os.File
 
-	mu       sync.RWMutex
-	closed   bool        // guarded by mu
-	isClosed atomic.Bool // mirrors closed for the read path, which takes no lock
-	stop     chan struct{}
-	loaders  sync.WaitGroup
-	writers  sync.WaitGroup
-	loaded   chan struct{} // closed when every partition has loaded or failed
+	mu         sync.RWMutex
+	closed     bool        // guarded by mu
+	isClosed   atomic.Bool // mirrors closed for the read path, which takes no lock
+	stop       chan struct{}
+	loaders    sync.WaitGroup
+	writers    sync.WaitGroup
+	background sync.WaitGroup // the retention sweeper
+	loaded     chan struct{}  // closed when every partition has loaded or failed
 }
 
 // Open opens the data directory dir, creating it if needed, and replays every
@@ -61,15 +61,22 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 		dir:      dir,
 		opts:     opts,
 		part:     part,
-		switches: cache.NewSwitches(),
+		switched: newSignal(),
 		lock:     lock,
 		stop:     make(chan struct{}),
 		loaded:   make(chan struct{}),
 	}
 	for i := range opts.Partitions {
-		c.parts = append(c.parts, newPartition(i, opts, c.switches))
+		c.parts = append(c.parts, newPartition(i, opts, c.switched))
 	}
 	c.loadAll()
+	if opts.Retention > 0 {
+		c.background.Add(1)
+		go func() {
+			defer c.background.Done()
+			c.sweep()
+		}()
+	}
 	if !opts.LoadInBackground {
 		<-c.loaded
 		var errs []error
@@ -115,7 +122,7 @@ func (c *Coordinator) loadAll() {
 			c.writers.Add(1)
 			go func() {
 				defer c.writers.Done()
-				p.run()
+				p.run(c.stop)
 			}()
 			p.state.Store(stateReady)
 		}()
@@ -173,6 +180,7 @@ func (c *Coordinator) Close() error {
 	c.mu.Unlock()
 
 	c.loaders.Wait()
+	c.background.Wait()
 	for _, p := range c.parts {
 		close(p.reqs)
 	}

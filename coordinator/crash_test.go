@@ -19,6 +19,7 @@ var crashCycles = flag.Int("crash.cycles", 20, "kill cycles of TestCrash")
 
 const (
 	crashDirEnv     = "OFFSETD_CRASH_DIR"
+	crashBaseEnv    = "OFFSETD_CRASH_BASE" // first offset of the cycle, above all earlier ones
 	crashWriters    = 16
 	crashPartitions = 4
 	// Each commit writes the same offset to crashParts partitions of one
@@ -29,25 +30,37 @@ const (
 func crashOptions() Options {
 	o := testOptions()
 	o.Partitions = crashPartitions
-	o.SegmentSize = 64 << 10 // segments roll over during the test
+	o.SegmentSize = 16 << 10  // segments roll over during the test
+	o.SnapshotBytes = 8 << 10 // and snapshots and truncations happen often
 	return o
 }
 
-// TestCrash re-runs the test binary as a child that commits from many
-// goroutines and prints every acknowledged commit, SIGKILLs it after a random
-// number of acknowledgements, reopens the data directory and checks that
-// every acknowledged commit is there and that no commit is torn.
+// crashState is what the parent knows a writer had acknowledged.
+type crashState struct {
+	offset  int64 // last acknowledged commit
+	deleted bool  // a delete of the group was acknowledged after it
+	// nextDeletes: the writer's next operation after the commit was a
+	// delete, which may have survived the kill unacknowledged.
+	nextDeletes bool
+}
+
+// TestCrash re-runs the test binary as a child that commits and deletes
+// from many goroutines and prints every acknowledged operation, SIGKILLs it
+// after a random number of acknowledgements, reopens the data directory and
+// checks that every acknowledged commit is there, nothing acknowledged as
+// deleted came back, and no commit is torn. Snapshots and log truncations
+// run throughout, so kills land before, during and after them.
 func TestCrash(t *testing.T) {
 	if os.Getenv(crashDirEnv) != "" {
 		t.Skip("child")
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
-	acked := map[int]int64{} // writer → last acknowledged offset
+	acked := make([]crashState, crashWriters)
 	for cycle := range *crashCycles {
 		killAfter := 1 + rng.IntN(1500)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, fmt.Sprintf("%s=%d", crashBaseEnv, int64(cycle+1)*1_000_000))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -60,14 +73,15 @@ func TestCrash(t *testing.T) {
 		sc := bufio.NewScanner(stdout)
 		seen, killed := 0, false
 		for sc.Scan() {
-			w, off, ok := parseAck(sc.Text())
+			op, w, off, ok := parseAck(sc.Text())
 			if !ok {
 				continue
 			}
-			if off < acked[w] {
-				t.Fatalf("cycle %d: writer %d acknowledged %d after %d", cycle, w, off, acked[w])
+			if off < acked[w].offset {
+				t.Fatalf("cycle %d: writer %d acknowledged %d after %d", cycle, w, off, acked[w].offset)
 			}
-			acked[w] = off
+			base := int64(cycle+1) * 1_000_000
+			acked[w] = crashState{offset: off, deleted: op == "del", nextDeletes: op == "ack" && (off-base)%7 == 5}
 			if seen++; seen == killAfter && !killed {
 				cmd.Process.Signal(syscall.SIGKILL)
 				killed = true
@@ -79,40 +93,75 @@ func TestCrash(t *testing.T) {
 		}
 		c := mustOpen(t, dir, crashOptions())
 		for w := range crashWriters {
-			var first int64
-			for part := range int32(crashParts) {
-				v, ok, err := c.Fetch(crashGroup(w), "orders", part)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if acked[w] > 0 && !ok {
-					t.Fatalf("cycle %d: writer %d acknowledged %d, store has nothing", cycle, w, acked[w])
-				}
-				if v.Offset < acked[w] {
-					t.Fatalf("cycle %d: writer %d acknowledged %d, store has %d", cycle, w, acked[w], v.Offset)
-				}
-				if part == 0 {
-					first = v.Offset
-				} else if v.Offset != first {
-					t.Fatalf("cycle %d: writer %d: torn commit: partition 0 at %d, partition %d at %d", cycle, w, first, part, v.Offset)
+			acked[w] = checkCrashWriter(t, c, cycle, w, acked[w])
+		}
+		if cycle == *crashCycles-1 {
+			// The kills must have met snapshots and truncations.
+			truncated := 0
+			for _, p := range c.parts {
+				if p.log.FirstIndex() > 1 && p.lastSnapshot > 0 {
+					truncated++
 				}
 			}
-			acked[w] = first // a later, unacknowledged commit may have survived
+			if truncated == 0 {
+				t.Fatal("no partition wrote a snapshot and truncated its log during the test")
+			}
+			t.Logf("%d of %d partitions snapshotted and truncated", truncated, len(c.parts))
 		}
 		c.Close()
 	}
 }
 
+// checkCrashWriter compares a writer's group after a restart with what was
+// acknowledged, and returns the state to expect from now on: a later,
+// unacknowledged commit may have survived, but never a torn one.
+func checkCrashWriter(t *testing.T, c *Coordinator, cycle, w int, want crashState) crashState {
+	t.Helper()
+	var first int64
+	var found int
+	for part := range int32(crashParts) {
+		v, ok, err := c.Fetch(crashGroup(w), "orders", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		found++
+		if part == 0 {
+			first = v.Offset
+		} else if v.Offset != first {
+			t.Fatalf("cycle %d: writer %d: torn commit: partition 0 at %d, partition %d at %d", cycle, w, first, part, v.Offset)
+		}
+	}
+	switch {
+	case found != 0 && found != crashParts:
+		t.Fatalf("cycle %d: writer %d: torn commit: %d of %d partitions present", cycle, w, found, crashParts)
+	case found == 0 && !want.deleted && !want.nextDeletes && want.offset > 0:
+		t.Fatalf("cycle %d: writer %d acknowledged %d, store has nothing", cycle, w, want.offset)
+	case found > 0 && want.deleted && first <= want.offset:
+		t.Fatalf("cycle %d: writer %d: offset %d came back after an acknowledged delete", cycle, w, first)
+	case found > 0 && first < want.offset:
+		t.Fatalf("cycle %d: writer %d acknowledged %d, store has %d", cycle, w, want.offset, first)
+	}
+	if found == 0 {
+		return crashState{offset: want.offset, deleted: true}
+	}
+	return crashState{offset: first}
+}
+
 func crashGroup(w int) string { return fmt.Sprintf("group-%02d", w) }
 
-func parseAck(line string) (writer int, offset int64, ok bool) {
+// parseAck reads a child's line "ack W OFFSET" (commit of OFFSET) or
+// "del W OFFSET" (delete of the group after committing OFFSET).
+func parseAck(line string) (op string, writer int, offset int64, ok bool) {
 	f := strings.Fields(line)
-	if len(f) != 3 || f[0] != "ack" {
-		return 0, 0, false
+	if len(f) != 3 || (f[0] != "ack" && f[0] != "del") {
+		return "", 0, 0, false
 	}
 	w, err1 := strconv.Atoi(f[1])
 	o, err2 := strconv.ParseInt(f[2], 10, 64)
-	return w, o, err1 == nil && err2 == nil
+	return f[0], w, o, err1 == nil && err2 == nil
 }
 
 // TestCrashChild is the child of TestCrash: it commits until it is killed.
@@ -132,11 +181,20 @@ func TestCrashChild(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			group := crashGroup(w)
-			v, _, err := c.Fetch(group, "orders", 0)
+			base, err := strconv.ParseInt(os.Getenv(crashBaseEnv), 10, 64)
 			if err != nil {
 				panic(err)
 			}
-			for off := v.Offset + 1; ; off++ {
+			for i, off := 0, base; ; i, off = i+1, off+1 {
+				if i%7 == 6 {
+					if err := c.DeleteGroup(context.Background(), group); err != nil {
+						panic(err)
+					}
+					out.Lock()
+					fmt.Printf("del %d %d\n", w, off-1)
+					out.Unlock()
+					continue
+				}
 				offs := make([]OffsetCommit, crashParts)
 				for p := range offs {
 					offs[p] = OffsetCommit{Topic: "orders", Partition: int32(p), Offset: off, LeaderEpoch: -1, Metadata: "crash"}

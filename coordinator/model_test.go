@@ -27,17 +27,29 @@ type modelValue struct {
 func TestModel(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			runModel(t, seed, 1500)
+			runModel(t, seed, 1500, -1)
 		})
 	}
 }
 
-func runModel(t *testing.T, seed uint64, steps int) {
+// TestModelSnapshots is TestModel with a snapshot every couple of kilobytes
+// of log (a few dozen records) and some asked for at random, so reopens land
+// before, during and after snapshots and truncations.
+func TestModelSnapshots(t *testing.T) {
+	for seed := uint64(11); seed <= 14; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			runModel(t, seed, 1500, 2048)
+		})
+	}
+}
+
+func runModel(t *testing.T, seed uint64, steps int, snapshotBytes int64) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
 	opts := testOptions()
 	opts.Partitions = 1 + rng.IntN(8)
 	opts.SegmentSize = 4096 // many segments
+	opts.SnapshotBytes = snapshotBytes
 	c := mustOpen(t, dir, opts)
 	defer func() { c.Close() }()
 	ctx := context.Background()
@@ -100,6 +112,10 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			}
 			if (deleted == 0) != errors.Is(err, ErrNotFound) || (deleted > 0 && err != nil) {
 				t.Fatalf("step %d: delete group with %d keys = %v", step, deleted, err)
+			}
+		case r < 87 && snapshotBytes > 0:
+			if err := c.Snapshot(ctx); err != nil {
+				t.Fatalf("step %d: snapshot: %v", step, err)
 			}
 		case r < 90:
 			if err := c.Close(); err != nil {

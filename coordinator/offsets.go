@@ -220,7 +220,7 @@ func (c *Coordinator) WatchGroup(group string) (version uint64, changed <-chan s
 	if err := c.readable(p); err != nil {
 		return 0, nil, err
 	}
-	changed = p.watch()
+	changed = p.changed.wait()
 	info, _ := p.offsets.Info(group)
 	return info.Version, changed, nil
 }

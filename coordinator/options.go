@@ -41,6 +41,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock stamped on commits. Nil means time.Now.
 	Now func() time.Time
+	// SnapshotBytes is how many bytes of log a partition appends before it
+	// writes a snapshot of its live state (in the background) and drops the
+	// log before the previous snapshot. The threshold grows to the size of
+	// the last snapshot, so the log stays a small multiple of the live state.
+	// Negative disables snapshots: the log then grows without bound.
+	SnapshotBytes int64
+	// Retention is how long a group may go without a commit before all of
+	// its offsets expire at once. 0 keeps groups forever.
+	Retention time.Duration
+	// RetentionCheckInterval is how often the coordinator looks for expired
+	// groups.
+	RetentionCheckInterval time.Duration
 	// Observer, if set, is told about every log append and partition load,
 	// for metrics. Its methods are called from the partitions' goroutines
 	// and must be quick.
@@ -57,12 +69,27 @@ type Observer interface {
 	ObserveLoad(partition int, records int, took time.Duration)
 }
 
+// MaintenanceObserver, when the Observer also implements it, is told about
+// snapshots, log truncations and expired groups.
+type MaintenanceObserver interface {
+	// ObserveSnapshot reports a snapshot written (or failed) in the
+	// background, its size and how long it took.
+	ObserveSnapshot(partition int, bytes int64, took time.Duration, err error)
+	// ObserveTruncate reports the log's front dropped after a snapshot.
+	ObserveTruncate(partition int, took time.Duration, err error)
+	// ObserveExpire reports groups expired by retention.
+	ObserveExpire(partition int, groups int)
+}
+
 // DefaultOptions returns the options offsetd runs with unless told otherwise.
 func DefaultOptions() Options {
 	return Options{
-		Partitions:       16,
-		SegmentSize:      4 << 20,
-		MaxMetadataBytes: 4096,
+		Partitions:             16,
+		SegmentSize:            4 << 20,
+		MaxMetadataBytes:       4096,
+		SnapshotBytes:          16 << 20,
+		Retention:              7 * 24 * time.Hour,
+		RetentionCheckInterval: time.Minute,
 	}
 }
 
@@ -73,6 +100,12 @@ func (o *Options) ensureDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.SnapshotBytes == 0 {
+		o.SnapshotBytes = DefaultOptions().SnapshotBytes
+	}
+	if o.RetentionCheckInterval == 0 {
+		o.RetentionCheckInterval = DefaultOptions().RetentionCheckInterval
+	}
 }
 
 func (o Options) validate() error {
@@ -81,6 +114,12 @@ func (o Options) validate() error {
 	}
 	if o.SegmentSize < 4096 {
 		return fmt.Errorf("%w: SegmentSize %d (want at least 4096)", ErrInvalid, o.SegmentSize)
+	}
+	if o.Retention < 0 {
+		return fmt.Errorf("%w: Retention %v", ErrInvalid, o.Retention)
+	}
+	if o.RetentionCheckInterval < 0 {
+		return fmt.Errorf("%w: RetentionCheckInterval %v", ErrInvalid, o.RetentionCheckInterval)
 	}
 	if o.MaxMetadataBytes < 0 {
 		return fmt.Errorf("%w: MaxMetadataBytes %d", ErrInvalid, o.MaxMetadataBytes)

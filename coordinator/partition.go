@@ -3,10 +3,8 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +35,12 @@ type partition struct {
 	logger   *slog.Logger
 	observer Observer
 	reqs     chan *request
+	// The tables; replaced only while loading, before the partition is ready.
 	offsets  *cache.Offsets
 	mappings *cache.Mappings
-	switches *cache.Switches // shared by all partitions
+	switches *cache.Switches // the global-read switches of the scopes that hash here
+	// switched fires when any partition applies a global-read record.
+	switched *signal
 
 	state       atomic.Int32
 	loadErr     error         // set before state becomes stateFailed
@@ -54,8 +55,17 @@ type partition struct {
 	batchGen map[string]int32  // highest generation in the pending batch, per group
 	topics   map[string]string // interned topic names
 
-	notifyMu sync.Mutex
-	changed  chan struct{} // guarded by notifyMu; closed and replaced on every applied batch
+	changed *signal // fires after every applied batch
+
+	// Snapshot state, owned by the writer goroutine.
+	snapshotBytes int64           // Options.SnapshotBytes
+	lastSnapshot  uint64          // index of the newest good snapshot, 0 if none
+	lastSnapSize  int64           // its size in bytes
+	sinceSnapshot int64           // payload bytes appended since it
+	snapshotting  bool            // a snapshot goroutine is running
+	snapDone      chan snapResult // its result
+	snapWaiting   []chan error    // callers of Snapshot waiting for the next snapshot to start
+	snapRunning   []chan error    // callers of Snapshot waiting for the running one
 }
 
 // request is one call waiting for the writer goroutine.
@@ -69,7 +79,10 @@ type request struct {
 	// build validates the request against the partition's state and appends
 	// the record's payload to dst. An error fails the request, writing nothing.
 	build func(p *partition, dst []byte) ([]byte, error)
-	done  chan result
+	// control, if set, replaces build: it runs on the writer goroutine after
+	// the pending batch is flushed, and writes nothing.
+	control func(p *partition)
+	done    chan result
 }
 
 type result struct {
@@ -82,7 +95,7 @@ type pendingEntry struct {
 	start, end int
 }
 
-func newPartition(id int, opts Options, switches *cache.Switches) *partition {
+func newPartition(id int, opts Options, switched *signal) *partition {
 	return &partition{
 		id:       id,
 		logger:   opts.Logger,
@@ -90,10 +103,14 @@ func newPartition(id int, opts Options, switches *cache.Switches) *partition {
 		reqs:     make(chan *request, maxBatchRequests),
 		offsets:  cache.NewOffsets(),
 		mappings: cache.NewMappings(),
-		switches: switches,
+		switches: cache.NewSwitches(),
+		switched: switched,
 		batchGen: make(map[string]int32),
 		topics:   make(map[string]string),
-		changed:  make(chan struct{}),
+		changed:  newSignal(),
+
+		snapshotBytes: opts.SnapshotBytes,
+		snapDone:      make(chan snapResult, 1),
 	}
 }
 
@@ -109,68 +126,43 @@ func (p *partition) ready() error {
 	}
 }
 
-// load opens the partition's log and replays it into the tables.
-func (p *partition) load(dir string, opts log.Options, stop <-chan struct{}) error {
-	start := time.Now()
-	l, err := log.Open(dir, opts)
-	if err != nil {
-		return err
-	}
-	errStopped := errors.New("stopped")
-	n := 0
-	p.offsets.Update(func(w cache.OffsetsWriter) {
-		err = l.Replay(0, func(index uint64, typ byte, payload []byte) error {
-			if n++; n&0xffff == 0 {
-				select {
-				case <-stop:
-					return errStopped
-				default:
-				}
-			}
-			if err := p.apply(w, index, typ, payload); err != nil {
-				return fmt.Errorf("partition %d index %d: %w", p.id, index, err)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		l.Close()
-		return err
-	}
-	p.log = l
-	p.loadTime = time.Since(start)
-	p.loadRecords = n
-	if p.observer != nil {
-		p.observer.ObserveLoad(p.id, n, p.loadTime)
-	}
-	return nil
-}
-
 // run is the writer goroutine: it drains every queued request into one batch,
 // appends it with one fsync, applies it to the tables, then answers every
-// waiter. It returns when reqs is closed and drained.
-func (p *partition) run() {
+// waiter. Between batches it starts snapshots and finishes them. It returns
+// when reqs is closed and drained.
+func (p *partition) run(stop <-chan struct{}) {
 	p.buf = bytebufferpool.Get()
 	defer bytebufferpool.Put(p.buf)
-	for r := range p.reqs {
-		p.add(r)
-		open := true
-	drain:
-		for len(p.pending) < maxBatchRequests && p.buf.Len() < maxBatchBytes {
-			select {
-			case r, ok := <-p.reqs:
-				if !ok {
-					open = false
+	for {
+		select {
+		case r, ok := <-p.reqs:
+			if !ok {
+				p.stopSnapshot()
+				return
+			}
+			p.add(r)
+			open := true
+		drain:
+			for len(p.pending) < maxBatchRequests && p.buf.Len() < maxBatchBytes {
+				select {
+				case r, ok := <-p.reqs:
+					if !ok {
+						open = false
+						break drain
+					}
+					p.add(r)
+				default:
 					break drain
 				}
-				p.add(r)
-			default:
-				break drain
 			}
-		}
-		p.flush()
-		if !open {
-			return
+			p.flush()
+			if !open {
+				p.stopSnapshot()
+				return
+			}
+			p.maybeSnapshot(stop)
+		case res := <-p.snapDone:
+			p.finishSnapshot(res, stop)
 		}
 	}
 }
@@ -181,8 +173,13 @@ func (p *partition) add(r *request) {
 		r.done <- result{err: err}
 		return
 	}
-	if r.readsState && len(p.pending) > 0 {
+	if (r.readsState || r.control != nil) && len(p.pending) > 0 {
 		p.flush()
+	}
+	if r.control != nil {
+		r.control(p)
+		r.done <- result{}
+		return
 	}
 	start := p.buf.Len()
 	b, err := r.build(p, p.buf.B)
@@ -227,6 +224,7 @@ func (p *partition) flush() {
 		}
 		return
 	}
+	p.sinceSnapshot += int64(p.buf.Len())
 	p.offsets.Update(func(w cache.OffsetsWriter) {
 		for i, e := range entries {
 			if err := p.apply(w, first+uint64(i), e.Type, e.Payload); err != nil {
@@ -235,7 +233,7 @@ func (p *partition) flush() {
 			}
 		}
 	})
-	p.notify()
+	p.changed.fire()
 	for i, e := range p.pending {
 		e.req.done <- result{index: first + uint64(i)}
 	}
@@ -281,6 +279,30 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		}
 	case recDeleteGroup:
 		w.DeleteGroup(string(d.bytes()))
+	case recExpireGroups:
+		n := d.int()
+		for i := int64(0); i < n && !d.bad; i++ {
+			w.DeleteGroup(string(d.bytes()))
+		}
+	case recSnapGroup:
+		group := w.GroupName(d.bytes())
+		version := uint64(d.int())
+		lastCommit := d.int()
+		gen := d.int32()
+		n := d.int()
+		for i := int64(0); i < n && !d.bad; i++ {
+			topic := p.topic(d.bytes())
+			part := d.int32()
+			off := d.int()
+			epoch := d.int32()
+			md := d.bytes()
+			at := d.int()
+			if !d.bad {
+				w.Put(group, version, cache.TopicPartition{Topic: topic, Partition: part},
+					cache.Offset{Offset: off, LeaderEpoch: epoch, Metadata: string(md), CommitTime: at})
+			}
+		}
+		w.SetInfo(group, version, lastCommit, gen)
 	case recMapping:
 		var m statictopic.Mapping
 		if err := json.Unmarshal(payload, &m); err != nil {
@@ -293,6 +315,7 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		on := d.int()
 		if !d.bad {
 			p.switches.SetGlobalRead(string(scope), on == 1)
+			p.switched.fire()
 		}
 	default:
 		return fmt.Errorf("%w: unknown record type %d", ErrCorrupt, typ)
@@ -309,19 +332,4 @@ func (p *partition) topic(b []byte) string {
 	s := string(b)
 	p.topics[s] = s
 	return s
-}
-
-// notify wakes everyone waiting for a change in this partition.
-func (p *partition) notify() {
-	p.notifyMu.Lock()
-	close(p.changed)
-	p.changed = make(chan struct{})
-	p.notifyMu.Unlock()
-}
-
-// watch returns a channel closed at the partition's next change.
-func (p *partition) watch() <-chan struct{} {
-	p.notifyMu.Lock()
-	defer p.notifyMu.Unlock()
-	return p.changed
 }

@@ -2,8 +2,10 @@ package coordinator
 
 import (
 	"encoding/binary"
+
 	"errors"
 	"fmt"
+	"github.com/offsetd/offsetd/cache"
 	"math"
 )
 
@@ -15,6 +17,8 @@ const (
 	recDeleteGroup   byte = 3 // tombstone for a whole group
 	recMapping       byte = 4 // a static topic's mapping in one scope (JSON)
 	recGlobalRead    byte = 5 // a scope's global-read switch
+	recSnapGroup     byte = 6 // snapshots only: part of a group's state
+	recExpireGroups  byte = 7 // tombstones for groups idle past the retention
 )
 
 // Record payloads (all integers varint, strings uvarint-length-prefixed):
@@ -24,6 +28,9 @@ const (
 //	delete group:   group
 //	mapping:        the statictopic.Mapping as JSON
 //	global read:    scope, enabled (0 or 1)
+//	snapshot group: group, version, lastCommitMillis, generation, count,
+//	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
+//	expire groups:  count, count × group
 
 var errShortRecord = errors.New("truncated record")
 
@@ -126,5 +133,32 @@ func encodeGlobalRead(dst []byte, scope string, enabled bool) []byte {
 		v = 1
 	}
 	e.int(v)
+	return e.b
+}
+
+func encodeSnapGroup(dst []byte, group string, info cache.GroupInfo, entries []cache.Entry) []byte {
+	e := encoder{dst}
+	e.string(group)
+	e.int(int64(info.Version))
+	e.int(info.LastCommit)
+	e.int(int64(info.Generation))
+	e.int(int64(len(entries)))
+	for _, x := range entries {
+		e.string(x.Topic)
+		e.int(int64(x.Partition))
+		e.int(x.Offset.Offset)
+		e.int(int64(x.LeaderEpoch))
+		e.string(x.Metadata)
+		e.int(x.CommitTime)
+	}
+	return e.b
+}
+
+func encodeExpireGroups(dst []byte, groups []string) []byte {
+	e := encoder{dst}
+	e.int(int64(len(groups)))
+	for _, g := range groups {
+		e.string(g)
+	}
 	return e.b
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/offsetd/offsetd/statictopic"
 )
 
@@ -204,7 +206,7 @@ func (c *Coordinator) Route(topic, clientScope string, role statictopic.Role) (s
 	if err := c.readable(p); err != nil {
 		return statictopic.Route{}, err
 	}
-	return statictopic.BuildRoute(topic, sc, role, p.mappings.Topic(topic, nil), c.switches.GlobalRead)
+	return statictopic.BuildRoute(topic, sc, role, p.mappings.Topic(topic, nil), c.globalRead)
 }
 
 // WatchStaticTopic returns two channels: one closed at the next change of the
@@ -219,7 +221,7 @@ func (c *Coordinator) WatchStaticTopic(topic string) (partition, switches <-chan
 	if err := c.readable(p); err != nil {
 		return nil, nil, err
 	}
-	return p.watch(), c.switches.Changed(), nil
+	return p.changed.wait(), c.switched.wait(), nil
 }
 
 // SetGlobalRead turns scope's disaster switch on or off. While it is on,
@@ -243,9 +245,36 @@ func (c *Coordinator) SetGlobalRead(ctx context.Context, scope string, enabled b
 	return err
 }
 
-// SwitchesVersion counts the global-read switch records applied; together
-// with a route's epoch it tells whether the route may have changed.
-func (c *Coordinator) SwitchesVersion() uint64 { return c.switches.Version() }
+// globalRead reports whether scope is in global read. Its switch lives in
+// the partition its name hashes to.
+func (c *Coordinator) globalRead(scope string) bool {
+	return c.topicPartition(scope).switches.GlobalRead(scope)
+}
+
+// globalReadScopes returns every scope in global read, sorted.
+func (c *Coordinator) globalReadScopes() []string {
+	var out []string
+	for _, p := range c.parts {
+		if p.state.Load() == stateReady {
+			out = p.switches.Scopes(out)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SwitchesVersion identifies the state of every global-read switch: it is a
+// hash of the scopes in global read, so it changes whenever a switch does
+// and is the same after a restart. Together with a route's epoch it tells a
+// polling client whether its route may have changed.
+func (c *Coordinator) SwitchesVersion() uint64 {
+	d := xxhash.New()
+	for _, s := range c.globalReadScopes() {
+		d.WriteString(s)
+		d.Write([]byte{0})
+	}
+	return d.Sum64()
+}
 
 // Scopes describes every scope that holds a static topic or has its
 // global-read switch on, sorted by name.
@@ -265,7 +294,7 @@ func (c *Coordinator) Scopes() []ScopeInfo {
 	for _, m := range c.StaticTopics() {
 		get(m.Scope).Topics++
 	}
-	for _, name := range c.switches.Scopes() {
+	for _, name := range c.globalReadScopes() {
 		get(name).GlobalRead = true
 	}
 	out := make([]ScopeInfo, 0, len(byName))

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
+	ossignal "os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,7 +40,7 @@ func TestWriteFailureChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestWriteFailure")
 	}
-	signal.Ignore(syscall.SIGXFSZ) // get EFBIG instead of being killed
+	ossignal.Ignore(syscall.SIGXFSZ) // get EFBIG instead of being killed
 	opts := testOptions()
 	opts.Partitions = 1
 	opts.SegmentSize = 4 << 20 // the limit is hit inside one segment

@@ -1,0 +1,90 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// maxExpirePerRecord bounds the groups one expiry record deletes, so a huge
+// expiry is many modest writes rather than one oversized one.
+const maxExpirePerRecord = 1000
+
+// ExpireGroups deletes every group whose newest commit is older than
+// Options.Retention, all of its offsets at once: a group that commits to any
+// partition keeps all of them. Deletions are tombstone records of at most
+// 1000 groups each. It returns how many groups expired. The coordinator runs
+// it every Options.RetentionCheckInterval; it does nothing when Retention
+// is 0.
+func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
+	if c.opts.Retention <= 0 {
+		return 0, nil
+	}
+	total := 0
+	for _, p := range c.parts {
+		if p.state.Load() != stateReady {
+			continue
+		}
+		for {
+			n, err := c.expireSome(ctx, p)
+			total += n
+			if errors.Is(err, errNoChange) {
+				break
+			}
+			if err != nil {
+				return total, err
+			}
+		}
+	}
+	return total, nil
+}
+
+// expireSome writes one record expiring up to maxExpirePerRecord of p's
+// groups; errNoChange means none was idle. The idle check runs on the
+// writer goroutine, so a group that commits meanwhile is never expired.
+func (c *Coordinator) expireSome(ctx context.Context, p *partition) (int, error) {
+	var n int
+	_, err := c.submit(ctx, p, &request{
+		typ:        recExpireGroups,
+		readsState: true,
+		build: func(p *partition, dst []byte) ([]byte, error) {
+			cutoff := c.opts.Now().Add(-c.opts.Retention).UnixMilli()
+			idle := p.offsets.IdleGroups(cutoff, maxExpirePerRecord, nil)
+			if len(idle) == 0 {
+				return nil, errNoChange
+			}
+			n = len(idle)
+			return encodeExpireGroups(dst, idle), nil
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	c.opts.Logger.Info("expired idle groups", "partition", p.id, "groups", n, "retention", c.opts.Retention)
+	if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
+		mo.ObserveExpire(p.id, n)
+	}
+	return n, nil
+}
+
+// sweep expires groups every RetentionCheckInterval until Close.
+func (c *Coordinator) sweep() {
+	t := time.NewTicker(c.opts.RetentionCheckInterval)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.stop
+		cancel()
+	}()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			if _, err := c.ExpireGroups(ctx); err != nil && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
+				c.opts.Logger.Error("retention sweep failed", "err", err)
+			}
+		}
+	}
+}

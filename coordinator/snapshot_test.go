@@ -1,0 +1,292 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/offsetd/offsetd/log"
+)
+
+// snapshotFiles lists partition 0's snapshot files.
+func snapshotFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "p0000", "snap.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func commitN(t testing.TB, c *Coordinator, groups, rounds int, base int64) {
+	t.Helper()
+	ctx := context.Background()
+	for r := range rounds {
+		for g := range groups {
+			off := base + int64(r)
+			if err := c.Commit(ctx, fmt.Sprintf("g%03d", g), []OffsetCommit{{Topic: "t", Partition: int32(g % 3), Offset: off, Metadata: "m"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func oneShardOptions() Options {
+	o := testOptions()
+	o.Partitions = 1
+	o.SegmentSize = 4096
+	o.SnapshotBytes = -1 // snapshots only when a test asks
+	return o
+}
+
+// TestSnapshotThenTail writes, snapshots, writes more (deletes included),
+// snapshots again, and checks that the log before the first snapshot is
+// gone, at most two snapshots remain, and a reopen rebuilds the same state.
+func TestSnapshotThenTail(t *testing.T) {
+	dir := t.TempDir()
+	opts := oneShardOptions()
+	c := mustOpen(t, dir, opts)
+	ctx := context.Background()
+	commitN(t, c, 20, 10, 0)
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := c.parts[0].lastSnapshot
+	commitN(t, c, 20, 5, 100)
+	if err := c.DeleteGroup(ctx, "g003"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commitN(t, c, 3, 1, 1000)
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.parts[0].log.FirstIndex(); got <= first {
+		t.Fatalf("log FirstIndex = %d, want past the first snapshot at %d", got, first)
+	}
+	if n := len(snapshotFiles(t, dir)); n != 2 {
+		t.Fatalf("%d snapshot files, want 2 (newest and previous)", n)
+	}
+	want := dumpState(t, c)
+	c.Close()
+	c = mustOpen(t, dir, opts)
+	defer c.Close()
+	if got := dumpState(t, c); got != want {
+		t.Fatalf("state after reopen differs:\n got %s\nwant %s", got, want)
+	}
+	if _, ok, _ := c.Group("g003"); ok {
+		t.Fatal("a deleted group came back from the snapshot")
+	}
+	if c.parts[0].loadRecords > 10 {
+		t.Fatalf("replayed %d log records after the snapshot, want only the short tail", c.parts[0].loadRecords)
+	}
+}
+
+// dumpState renders every group's offsets and description, and every
+// static topic, for comparing two stores.
+func dumpState(t testing.TB, c *Coordinator) string {
+	t.Helper()
+	var b strings.Builder
+	for _, g := range c.Groups() {
+		offs, info, err := c.GroupOffsets(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s v%d gen%d last%d:", g, info.Version, info.Generation, info.LastCommit.UnixMilli())
+		for _, o := range offs {
+			fmt.Fprintf(&b, " %s/%d=%d@%d", o.Topic, o.Partition, o.Offset.Offset, o.CommitTime.UnixMilli())
+		}
+		b.WriteByte('\n')
+	}
+	for _, m := range c.StaticTopics() {
+		fmt.Fprintf(&b, "static %s %s %d\n", m.Topic, m.Scope, m.Epoch)
+	}
+	for _, s := range c.Scopes() {
+		fmt.Fprintf(&b, "scope %+v\n", s)
+	}
+	return b.String()
+}
+
+// TestSnapshotFallback damages the newest snapshot (cut short, then a bit
+// flipped): Open falls back to the previous snapshot plus the longer log
+// tail, with a warning. With both damaged it fails with ErrCorrupt.
+func TestSnapshotFallback(t *testing.T) {
+	for _, damage := range []struct {
+		name string
+		do   func([]byte) []byte
+	}{
+		{"cut", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"bit flip", func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
+		{"empty", func([]byte) []byte { return nil }},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := oneShardOptions()
+			c := mustOpen(t, dir, opts)
+			ctx := context.Background()
+			if _, err := c.CreateStaticTopic(ctx, "st", "clusterA", 4, []string{"b1"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetGlobalRead(ctx, "clusterA", true); err != nil {
+				t.Fatal(err)
+			}
+			commitN(t, c, 10, 5, 0)
+			if err := c.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			commitN(t, c, 10, 5, 100)
+			if err := c.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			commitN(t, c, 3, 1, 1000)
+			want := dumpState(t, c)
+			c.Close()
+
+			snaps := snapshotFiles(t, dir) // oldest first
+			if len(snaps) != 2 {
+				t.Fatalf("snapshot files %v", snaps)
+			}
+			damageFile(t, snaps[1], damage.do)
+			var logs bytes.Buffer
+			opts.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+			c = mustOpen(t, dir, opts)
+			if got := dumpState(t, c); got != want {
+				t.Fatalf("state after fallback differs:\n got %s\nwant %s", got, want)
+			}
+			c.Close()
+			if !strings.Contains(logs.String(), "falling back") {
+				t.Fatalf("no warning about the fallback in:\n%s", logs.String())
+			}
+
+			damageFile(t, snaps[0], damage.do)
+			_, err := Open(dir, opts)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "no usable snapshot") {
+				t.Fatalf("Open with both snapshots damaged = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+func damageFile(t *testing.T, path string, do func([]byte) []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, do(b), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// TestTombstonesGoneAfterSnapshot deletes everything and checks that after
+// two snapshots neither the snapshot nor the log holds the deleted data.
+func TestTombstonesGoneAfterSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	c := mustOpen(t, dir, oneShardOptions())
+	defer c.Close()
+	ctx := context.Background()
+	commitN(t, c, 200, 5, 0)
+	for _, g := range c.Groups() {
+		if err := c.DeleteGroup(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two snapshots, with a short-lived group between them so that the second
+	// has something new to capture: then the log before the first one goes.
+	for range 2 {
+		if err := c.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		commitN(t, c, 1, 1, 0)
+		if err := c.DeleteGroup(ctx, "g000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if size := dirSize(t, dir); size > 16<<10 {
+		t.Fatalf("data dir holds %d bytes after deleting everything and two snapshots", size)
+	}
+	rep, err := log.Inspect(filepath.Join(dir, "p0000"), nil)
+	if err != nil || rep.Entries > 5 {
+		t.Fatalf("log still holds %d entries (%v)", rep.Entries, err)
+	}
+}
+
+func dirSize(t testing.TB, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestChurnBoundsDisk overwrites a fixed set of keys many times with
+// automatic snapshots: the data directory stays within a small multiple of
+// the live state plus the active segments, however long the history.
+func TestChurnBoundsDisk(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.SegmentSize = 16 << 10
+	opts.SnapshotBytes = 32 << 10
+	opts.UnsafeNoSync = true // the files are the same; only the test is faster
+	c := mustOpen(t, dir, opts)
+	defer c.Close()
+	var sizes []int64
+	for round := range 10 {
+		commitN(t, c, 50, 100, int64(round*1000)) // 5000 commits, about 250 KiB of log
+		sizes = append(sizes, dirSize(t, dir))
+	}
+	live := c.parts[0].lastSnapSize
+	bound := 2*live + 4*max(opts.SnapshotBytes, live) + 4*int64(opts.SegmentSize)
+	t.Logf("disk after each round %v; last snapshot %d bytes; bound %d", sizes, live, bound)
+	if testing.Verbose() {
+		des, _ := os.ReadDir(filepath.Join(dir, "p0000"))
+		for _, de := range des {
+			fi, _ := de.Info()
+			t.Log(de.Name(), fi.Size())
+		}
+	}
+	if live == 0 {
+		t.Fatal("no automatic snapshot was written")
+	}
+	for i, s := range sizes {
+		if s > bound {
+			t.Fatalf("after round %d the data dir holds %d bytes, over %d", i, s, bound)
+		}
+	}
+}
