@@ -1,0 +1,18 @@
+// Package client is a Go client for offsetd's HTTP API.
+//
+// Every method takes a context, which bounds the whole call, retries
+// included. Errors from the server are *Error values that match the
+// package's sentinels with errors.Is (ErrNotFound, ErrConflict, …). A 503
+// (partitions loading, a partition repairing its log) is retried, waiting
+// as long as its Retry-After says, up to Options.Retries times: the server
+// answers 503 only when nothing was written, so retrying a commit is safe.
+//
+//	c, err := client.New("http://127.0.0.1:7070", client.Options{})
+//	if err != nil { ... }
+//	v, err := c.Commit(ctx, "payments", -1, []client.OffsetCommit{
+//		{Topic: "orders", Partition: 0, Offset: 42, LeaderEpoch: -1},
+//	})
+//	g, err := c.GroupOffsets(ctx, "payments", "")
+//	// Wait up to 30s for the group to move past what we have seen:
+//	g, changed, err := c.PollGroupOffsets(ctx, "payments", "", g.Version, 30*time.Second)
+package client

@@ -1,0 +1,181 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// OffsetCommit is one offset of a commit.
+type OffsetCommit struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Offset is the next offset the group will consume; -1 means none.
+	Offset int64 `json:"offset"`
+	// LeaderEpoch is the partition leader epoch the offset was read at;
+	// use -1 for none.
+	LeaderEpoch int32  `json:"leaderEpoch"`
+	Metadata    string `json:"metadata,omitempty"`
+}
+
+// Offset is a group's committed position on one topic partition.
+type Offset struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// CommitTime is when the server wrote the commit (millisecond
+	// precision).
+	CommitTime time.Time
+}
+
+// GroupOffsets is a group's offsets at one version.
+type GroupOffsets struct {
+	Group string
+	// Version grows with every change of the group; 0 for a group without
+	// offsets. PollGroupOffsets waits for it to move.
+	Version uint64
+	// Generation is the highest consumer-group generation a commit carried,
+	// or -1.
+	Generation int32
+	Offsets    []Offset
+}
+
+type offsetJSON struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leaderEpoch"`
+	Metadata    string `json:"metadata"`
+	CommitTime  int64  `json:"commitTime"`
+}
+
+func (o offsetJSON) offset() Offset {
+	return Offset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch,
+		Metadata: o.Metadata, CommitTime: time.UnixMilli(o.CommitTime)}
+}
+
+type groupOffsetsJSON struct {
+	Group      string       `json:"group"`
+	Version    uint64       `json:"version"`
+	Generation int32        `json:"generation"`
+	Offsets    []offsetJSON `json:"offsets"`
+}
+
+// Commit stores the group's offsets in one atomic, durable write and
+// returns the group's new version. generation is the consumer-group
+// generation, or -1 for none; a generation below one the group has seen
+// fails with ErrStaleGeneration.
+func (c *Client) Commit(ctx context.Context, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
+	if offsets == nil {
+		offsets = []OffsetCommit{}
+	}
+	body := struct {
+		Generation int32          `json:"generation"`
+		Offsets    []OffsetCommit `json:"offsets"`
+	}{generation, offsets}
+	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, body: body})
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		Version uint64 `json:"version"`
+	}
+	return out.Version, rep.decode(&out)
+}
+
+// GroupOffsets returns every offset of group, or only those on topic when
+// topic is not empty. A group without offsets has none, at version 0.
+func (c *Client) GroupOffsets(ctx context.Context, group, topic string) (GroupOffsets, error) {
+	g, _, err := c.PollGroupOffsets(ctx, group, topic, 0, -1)
+	return g, err
+}
+
+// PollGroupOffsets waits up to wait (the server caps it) for group's
+// version to differ from known, and returns the offsets then; changed is
+// false, with an empty GroupOffsets, when the wait ended first. A
+// negative wait asks without a condition.
+func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, known uint64, wait time.Duration) (g GroupOffsets, changed bool, err error) {
+	q := url.Values{}
+	if topic != "" {
+		q.Set("topic", topic)
+	}
+	req := call{method: "GET", path: []string{"v1", "groups", group, "offsets"}, query: q}
+	if wait >= 0 {
+		req.ifNone = etag(strconv.FormatUint(known, 10))
+		q.Set("wait", wait.String())
+	}
+	rep, err := c.do(ctx, req)
+	if err != nil || rep.status == http.StatusNotModified {
+		return GroupOffsets{}, false, err
+	}
+	var out groupOffsetsJSON
+	if err := rep.decode(&out); err != nil {
+		return GroupOffsets{}, false, err
+	}
+	g = GroupOffsets{Group: out.Group, Version: out.Version, Generation: out.Generation, Offsets: make([]Offset, len(out.Offsets))}
+	for i, o := range out.Offsets {
+		g.Offsets[i] = o.offset()
+	}
+	return g, true, nil
+}
+
+// Offset returns the group's offset on one topic partition, or an error
+// matching ErrNotFound when there is none.
+func (c *Client) Offset(ctx context.Context, group, topic string, partition int32) (Offset, error) {
+	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "groups", group, "offsets", topic, strconv.Itoa(int(partition))}})
+	if err != nil {
+		return Offset{}, err
+	}
+	var out offsetJSON
+	if err := rep.decode(&out); err != nil {
+		return Offset{}, err
+	}
+	return out.offset(), nil
+}
+
+// Groups returns the name of every group with offsets, sorted.
+func (c *Client) Groups(ctx context.Context) ([]string, error) {
+	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "groups"}})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Groups []string `json:"groups"`
+	}
+	return out.Groups, rep.decode(&out)
+}
+
+// DeleteGroup removes every offset of group; ErrNotFound if it has none.
+func (c *Client) DeleteGroup(ctx context.Context, group string) error {
+	_, err := c.do(ctx, call{method: "DELETE", path: []string{"v1", "groups", group}})
+	return err
+}
+
+// DeleteOffsets removes the group's offsets on topic: on the given
+// partitions, or on all when none is given. ErrNotFound if none existed.
+func (c *Client) DeleteOffsets(ctx context.Context, group, topic string, partitions ...int32) error {
+	q := url.Values{}
+	for _, p := range partitions {
+		q.Add("partition", strconv.Itoa(int(p)))
+	}
+	_, err := c.do(ctx, call{method: "DELETE", path: []string{"v1", "groups", group, "offsets", topic}, query: q})
+	return err
+}
+
+// Healthy reports whether the server process is up.
+func (c *Client) Healthy(ctx context.Context) error {
+	_, err := c.do(ctx, call{method: "GET", path: []string{"healthz"}})
+	return err
+}
+
+// Ready reports whether every partition of the server has loaded; while
+// they load it fails with an error matching ErrUnavailable (after the
+// retries).
+func (c *Client) Ready(ctx context.Context) error {
+	_, err := c.do(ctx, call{method: "GET", path: []string{"readyz"}})
+	return err
+}

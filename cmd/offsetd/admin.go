@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/offsetd/offsetd/client"
+	"github.com/offsetd/offsetd/statictopic"
+)
+
+// adminFlags are the flags of every command that talks to a server.
+type adminFlags struct {
+	addr      string
+	tokenFile string
+	caFile    string
+	timeout   time.Duration
+}
+
+// adminEnvFlags are the flags an environment variable may set; a
+// command's own flags (-topic, -scope) are never taken from the
+// environment.
+var adminEnvFlags = []string{"addr", "token-file", "ca-file", "timeout"}
+
+func newAdminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *adminFlags) {
+	fs := flag.NewFlagSet("offsetd "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	a := &adminFlags{}
+	fs.StringVar(&a.addr, "addr", defaultAddr, "server address: host:port, http://host:port or https://host:port")
+	fs.StringVar(&a.tokenFile, "token-file", "", "file holding the server's bearer token")
+	fs.StringVar(&a.caFile, "ca-file", "", "PEM file of the CA (or self-signed certificate) to trust for https")
+	fs.DurationVar(&a.timeout, "timeout", 30*time.Second, "give up after this long")
+	return fs, a
+}
+
+func (a *adminFlags) client() (*client.Client, error) {
+	opts := client.Options{}
+	if a.tokenFile != "" {
+		token, err := readToken(a.tokenFile, nil)
+		if err != nil {
+			return nil, err
+		}
+		opts.Token = token
+	}
+	addr := a.addr
+	if a.caFile != "" {
+		pem, err := os.ReadFile(a.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in %s", a.caFile)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts.HTTPClient = &http.Client{Transport: tr}
+		if !strings.Contains(addr, "://") {
+			addr = "https://" + addr
+		}
+	}
+	return client.New(addr, opts)
+}
+
+// admin runs a command against a running server.
+func admin(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if cmd == "static" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "offsetd: static needs a subcommand: create, remap, describe or route\n")
+			return 2
+		}
+		cmd, args = "static "+args[0], args[1:]
+	}
+	fs, a := newAdminFlagSet(cmd, stderr)
+	var action func(ctx context.Context, c *client.Client, out io.Writer, args []string) error
+	var nargs []int // accepted argument counts; nil means at least one
+	switch cmd {
+	case "groups":
+		nargs, action = []int{0}, cmdGroups
+	case "describe":
+		nargs, action = []int{1}, cmdDescribe
+	case "commit":
+		gen := fs.Int("generation", -1, "consumer-group generation; -1 for none")
+		epoch := fs.Int("leader-epoch", -1, "leader epoch the offset was read at; -1 for none")
+		md := fs.String("metadata", "", "metadata kept with the offset")
+		nargs = []int{4}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdCommit(ctx, c, out, args, *gen, *epoch, *md)
+		}
+	case "delete":
+		topic := fs.String("topic", "", "delete only the group's offsets on this topic")
+		parts := fs.String("partitions", "", "with -topic: only these partitions, e.g. 0,1,5")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdDelete(ctx, c, out, args[0], *topic, *parts)
+		}
+	case "static create":
+		scope := fs.String("scope", "", "scope: a cluster, clusters c1,c2, or global (required)")
+		queues := fs.Int("queues", 0, "total logic queues (required)")
+		brokers := fs.String("brokers", "", "brokers to spread the queues over, e.g. b1,b2 (required)")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			if *queues < 1 || *queues > math.MaxInt32 {
+				return fmt.Errorf("%w: -queues %d", errUsage, *queues)
+			}
+			m, err := c.CreateStaticTopic(ctx, args[0], *scope, int32(*queues), splitList(*brokers))
+			if err != nil {
+				return err
+			}
+			return printJSON(out, m)
+		}
+	case "static remap":
+		scope := fs.String("scope", "", "the topic's scope (required)")
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdRemap(ctx, c, out, *scope, args)
+		}
+	case "static describe":
+		scope := fs.String("scope", "", "the topic's scope; without TOPIC, list only this scope")
+		nargs = []int{0, 1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdStaticDescribe(ctx, c, out, *scope, args)
+		}
+	case "static route":
+		scope := fs.String("scope", "", "the client's scope (required)")
+		role := fs.String("role", "consumer", "consumer or producer")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdRoute(ctx, c, out, args[0], *scope, *role)
+		}
+	case "global-read":
+		nargs = []int{2}
+		action = cmdGlobalRead
+	default:
+		fmt.Fprintf(stderr, "offsetd: unknown command %q\n\n%s", cmd, usageText)
+		return 2
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: see offsetd help\n\nflags of offsetd %s:\n", cmd)
+		fs.PrintDefaults()
+	}
+	if _, err := parseWithEnv(fs, args, filterEnv(getenv)); err != nil {
+		return usageStatus(err, stderr)
+	}
+	rest := fs.Args()
+	if nargs == nil && len(rest) == 0 || nargs != nil && !containsInt(nargs, len(rest)) {
+		fmt.Fprintf(stderr, "offsetd: %s: wrong number of arguments (%d)\n\n%s", cmd, len(rest), usageText)
+		return 2
+	}
+	c, err := a.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "offsetd: %v\n", err)
+		return 1
+	}
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	if err := action(ctx, c, stdout, rest); err != nil {
+		return usageStatus(err, stderr)
+	}
+	return 0
+}
+
+// filterEnv hides every variable but those of adminEnvFlags.
+func filterEnv(getenv func(string) string) func(string) string {
+	return func(name string) string {
+		for _, f := range adminEnvFlags {
+			if envName(f) == name {
+				return getenv(name)
+			}
+		}
+		return ""
+	}
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func printJSON(out io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
+}
+
+func parseInt32(what, s string) (int32, error) {
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q is not a 32-bit integer", errUsage, what, s)
+	}
+	return int32(v), nil
+}
+
+func cmdGroups(ctx context.Context, c *client.Client, out io.Writer, _ []string) error {
+	groups, err := c.Groups(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		fmt.Fprintln(out, g)
+	}
+	return nil
+}
+
+func cmdDescribe(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+	g, err := c.GroupOffsets(ctx, args[0], "")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "group %s  version %d  generation %d  offsets %d\n", strconv.Quote(g.Group), g.Version, g.Generation, len(g.Offsets))
+	if len(g.Offsets) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tLEADER-EPOCH\tCOMMITTED\tMETADATA")
+	for _, o := range g.Offsets {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", o.Topic, o.Partition, o.Offset, o.LeaderEpoch,
+			o.CommitTime.UTC().Format(time.RFC3339Nano), strconv.Quote(o.Metadata))
+	}
+	return tw.Flush()
+}
+
+func cmdCommit(ctx context.Context, c *client.Client, out io.Writer, args []string, gen, epoch int, md string) error {
+	part, err := parseInt32("partition", args[2])
+	if err != nil {
+		return err
+	}
+	offset, err := strconv.ParseInt(args[3], 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: offset %q is not an integer", errUsage, args[3])
+	}
+	if gen < math.MinInt32 || gen > math.MaxInt32 || epoch < math.MinInt32 || epoch > math.MaxInt32 {
+		return fmt.Errorf("%w: -generation and -leader-epoch are 32-bit", errUsage)
+	}
+	v, err := c.Commit(ctx, args[0], int32(gen), []client.OffsetCommit{
+		{Topic: args[1], Partition: part, Offset: offset, LeaderEpoch: int32(epoch), Metadata: md},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "committed group %s: version %d\n", strconv.Quote(args[0]), v)
+	return nil
+}
+
+func cmdDelete(ctx context.Context, c *client.Client, out io.Writer, group, topic, parts string) error {
+	if topic == "" {
+		if parts != "" {
+			return fmt.Errorf("%w: -partitions needs -topic", errUsage)
+		}
+		if err := c.DeleteGroup(ctx, group); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "deleted group %s\n", strconv.Quote(group))
+		return nil
+	}
+	var partitions []int32
+	for _, p := range splitList(parts) {
+		v, err := parseInt32("partition", p)
+		if err != nil {
+			return err
+		}
+		partitions = append(partitions, v)
+	}
+	if err := c.DeleteOffsets(ctx, group, topic, partitions...); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "deleted offsets of group %s on topic %s\n", strconv.Quote(group), strconv.Quote(topic))
+	return nil
+}
+
+// cmdRemap parses TOPIC QUEUE:BROKER:OLD_LEADER_MAX_OFFSET...
+func cmdRemap(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("%w: static remap needs TOPIC and at least one QUEUE:BROKER:OLD_LEADER_MAX_OFFSET", errUsage)
+	}
+	var moves []statictopic.QueueMove
+	for _, arg := range args[1:] {
+		q, rest, ok1 := strings.Cut(arg, ":")
+		broker, max, ok2 := strings.Cut(rest, ":")
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%w: move %q is not QUEUE:BROKER:OLD_LEADER_MAX_OFFSET", errUsage, arg)
+		}
+		queue, err := parseInt32("queue", q)
+		if err != nil {
+			return err
+		}
+		maxOffset, err := strconv.ParseInt(max, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: move %q: old leader max offset %q is not an integer", errUsage, arg, max)
+		}
+		moves = append(moves, statictopic.QueueMove{QueueID: queue, ToBroker: broker, OldLeaderMaxOffset: maxOffset})
+	}
+	m, err := c.RemapStaticTopic(ctx, args[0], scope, moves)
+	if err != nil {
+		return err
+	}
+	return printJSON(out, m)
+}
+
+func cmdStaticDescribe(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string) error {
+	if len(args) == 1 {
+		m, err := c.StaticTopic(ctx, args[0], scope)
+		if err != nil {
+			return err
+		}
+		return printJSON(out, m)
+	}
+	all, err := c.StaticTopics(ctx, scope)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tSCOPE\tQUEUES\tEPOCH")
+	for _, m := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", m.Topic, m.Scope, m.TotalQueues, m.Epoch)
+	}
+	return tw.Flush()
+}
+
+func cmdRoute(ctx context.Context, c *client.Client, out io.Writer, topic, scope, roleName string) error {
+	role, err := statictopic.ParseRole(roleName)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	rt, err := c.Route(ctx, topic, scope, role)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "topic %s  epoch %d  queues %d\n", strconv.Quote(rt.Topic), rt.Epoch, len(rt.Queues))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BROKER-NAME\tQUEUE\tBROKER\tPHYSICAL-QUEUE")
+	for _, q := range rt.Queues {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", q.BrokerName, q.QueueID, q.Broker, q.PhysicalQueueID)
+	}
+	return tw.Flush()
+}
+
+func cmdGlobalRead(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+	var on bool
+	switch args[1] {
+	case "on":
+		on = true
+	case "off":
+	default:
+		return fmt.Errorf("%w: global-read SCOPE on|off, not %q", errUsage, args[1])
+	}
+	if err := c.SetGlobalRead(ctx, args[0], on); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "scope %s: global read %s\n", args[0], args[1])
+	return nil
+}

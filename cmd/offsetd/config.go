@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/server"
+)
+
+// Defaults of offsetd serve: a working server on loopback with its data
+// under the current directory.
+const (
+	defaultDataDir = "offsetd-data"
+	defaultListen  = "127.0.0.1:7070"
+	defaultAddr    = defaultListen
+)
+
+// serveConfig is everything offsetd serve is told.
+type serveConfig struct {
+	dataDir       string
+	listen        string
+	partitions    int
+	segmentSize   byteSize
+	unsafeNoSync  bool
+	maxBody       byteSize
+	cacheBytes    byteSize
+	maxWait       time.Duration
+	retention     time.Duration
+	snapshotBytes byteSize
+	tlsCert       string
+	tlsKey        string
+	authTokenFile string
+	logLevel      slog.Level
+
+	// partitionsGiven is true when -partitions or OFFSETD_PARTITIONS was
+	// set: an existing data directory must then have that count.
+	partitionsGiven bool
+}
+
+func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	copts, sopts := coordinator.DefaultOptions(), server.DefaultOptions()
+	cfg := serveConfig{
+		segmentSize:   byteSize(copts.SegmentSize),
+		snapshotBytes: byteSize(copts.SnapshotBytes),
+		maxBody:       byteSize(sopts.MaxBodyBytes),
+		cacheBytes:    byteSize(sopts.ResponseCacheBytes),
+	}
+	fs := flag.NewFlagSet("offsetd serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.dataDir, "data", defaultDataDir, "data directory (created if missing)")
+	fs.StringVar(&cfg.listen, "listen", defaultListen, "address to listen on; port 0 picks a free port")
+	fs.IntVar(&cfg.partitions, "partitions", copts.Partitions, "internal partitions, fixed when the data directory is created")
+	fs.Var(&cfg.segmentSize, "segment-size", "log segment size, e.g. 4MiB (each partition keeps about two in memory)")
+	fs.Var(&cfg.snapshotBytes, "snapshot-bytes", "log a partition appends between snapshots of its state, e.g. 16MiB")
+	fs.DurationVar(&cfg.retention, "retention", copts.Retention, "how long a group may go without a commit before its offsets expire; 0 keeps groups forever")
+	fs.BoolVar(&cfg.unsafeNoSync, "unsafe-no-sync", false, "acknowledge commits without fsync: a machine crash can lose acknowledged commits")
+	fs.Var(&cfg.maxBody, "max-body", "largest request body, e.g. 1MiB")
+	fs.Var(&cfg.cacheBytes, "cache-bytes", "response cache budget, e.g. 64MiB; 0 turns the cache off")
+	fs.DurationVar(&cfg.maxWait, "max-wait", sopts.MaxWait, "longest long poll (?wait=)")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "", "file holding the bearer token every /v1 request must carry")
+	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: offsetd [serve] [flags]\n\nEvery flag can also be set with its OFFSETD_ environment variable\n(-segment-size is OFFSETD_SEGMENT_SIZE); a flag wins over its variable.\n\n")
+		fs.PrintDefaults()
+	}
+	given, err := parseWithEnv(fs, args, getenv)
+	if err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	cfg.partitionsGiven = given["partitions"]
+	switch {
+	case cfg.dataDir == "":
+		return cfg, fmt.Errorf("%w: -data is empty", errUsage)
+	case (cfg.tlsCert == "") != (cfg.tlsKey == ""):
+		return cfg, fmt.Errorf("%w: -tls-cert and -tls-key go together", errUsage)
+	case cfg.maxBody < 1:
+		return cfg, fmt.Errorf("%w: -max-body must be positive", errUsage)
+	case cfg.maxWait <= 0:
+		return cfg, fmt.Errorf("%w: -max-wait must be positive", errUsage)
+	case cfg.retention < 0:
+		return cfg, fmt.Errorf("%w: -retention must not be negative", errUsage)
+	case cfg.snapshotBytes < 1:
+		return cfg, fmt.Errorf("%w: -snapshot-bytes must be positive", errUsage)
+	}
+	return cfg, nil
+}
+
+// errUsage marks a mistake on the command line (exit status 2).
+var errUsage = errors.New("usage")
+
+// envName is the environment variable of a flag: -segment-size is
+// OFFSETD_SEGMENT_SIZE.
+func envName(flagName string) string {
+	return "OFFSETD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseWithEnv parses args, then sets every flag not given on the command
+// line from its environment variable, if set. It returns the flags set
+// either way.
+func parseWithEnv(fs *flag.FlagSet, args []string, getenv func(string) string) (map[string]bool, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s=%q: %v", errUsage, name, v, err))
+			return
+		}
+		given[f.Name] = true
+	})
+	return given, errors.Join(errs...)
+}
+
+// byteSize is a flag of a size in bytes: 1048576, 1MiB, 1MB, 64KiB.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if *b <= 0 {
+		return fmt.Sprint(int64(*b))
+	}
+	return humanize.IBytes(uint64(*b))
+}
+
+func (b *byteSize) Set(s string) error {
+	v, err := humanize.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	if v > math.MaxInt64 {
+		return fmt.Errorf("%s is too large", s)
+	}
+	*b = byteSize(v)
+	return nil
+}

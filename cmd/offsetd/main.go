@@ -1,0 +1,27 @@
+// Command offsetd serves offsetd over HTTP, administers a running server,
+// and checks data directories offline.
+//
+//	offsetd [serve] [flags]             serve (the default), on 127.0.0.1:7070 with data in ./offsetd-data
+//	offsetd groups|describe|commit|delete|static|global-read ...   talk to a running server
+//	offsetd verify|dump DIR             read a data directory, changing nothing
+//
+// Run offsetd help for the details.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

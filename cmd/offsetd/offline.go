@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/log"
+)
+
+// Record types of the coordinator's log frames (coordinator/record.go; they
+// never change).
+var recordTypes = map[byte]string{
+	1: "commit",
+	2: "delete_offsets",
+	3: "delete_group",
+	4: "mapping",
+	5: "global_read",
+	6: "snapshot_group", // in snapshot files only
+	7: "expire_groups",
+}
+
+const (
+	recordMapping    = 4
+	maxRecordType    = 7
+	snapshotFileName = "snap.%020d" // log/snapshot.go; never changes
+)
+
+// partitionDir is where the coordinator keeps partition i of dir.
+func partitionDir(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("p%04d", i))
+}
+
+func snapshotPath(pdir string, index uint64) string {
+	return filepath.Join(pdir, fmt.Sprintf(snapshotFileName, index))
+}
+
+// openDataDir parses the arguments of verify and dump (DIR after the
+// flags) and returns the directory and its partition count.
+func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, int, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", 0, err
+		}
+		return "", 0, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return "", 0, fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
+	}
+	dir := fs.Arg(0)
+	n, err := coordinator.ReadPartitions(dir)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s is not an offsetd data directory: %w", dir, err)
+	}
+	if inUse(dir) {
+		fmt.Fprintf(stderr, "offsetd: note: a server has %s open; its newest entries may be mid-write\n", dir)
+	}
+	return dir, n, nil
+}
+
+// inUse reports whether a coordinator holds dir's lock.
+func inUse(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// verify checks every frame of every partition of a data directory and
+// prints what it found; it exits 1 if anything is damaged.
+func verify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, "usage: offsetd verify DIR\n") }
+	dir, n, err := openDataDir(fs, args, stderr)
+	if err != nil {
+		return usageStatus(err, stderr)
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	fmt.Fprintf(out, "%s: %s\n", dir, plural(n, "partition"))
+	damaged := 0
+	for i := range n {
+		pdir := partitionDir(dir, i)
+		counts := map[byte]int{}
+		var recErr error
+		rep, err := log.Inspect(pdir, func(index uint64, typ byte, payload []byte) error {
+			counts[typ]++
+			if recErr == nil {
+				if problem := checkRecord(typ, payload); problem != "" {
+					recErr = fmt.Errorf("index %d: %s", index, problem)
+				}
+			}
+			return nil
+		})
+		fmt.Fprintf(out, "%s: %s, %s", filepath.Base(pdir), plural(rep.Segments, "segment"), plural(rep.Entries, "entry"))
+		if rep.Entries > 0 {
+			fmt.Fprintf(out, " (indexes %d-%d)", rep.FirstIndex, rep.LastIndex)
+		}
+		fmt.Fprintf(out, ", %s%s\n", humanize.IBytes(uint64(rep.Bytes)), typeCounts(counts))
+		if rep.TornTailBytes > 0 {
+			fmt.Fprintf(out, "  torn tail: %d bytes from byte %d of segment %s (an append a crash tore, never acknowledged, or damage to the last entry; cut when the directory is opened)\n",
+				rep.TornTailBytes, rep.TornTailOffset, rep.TornTailSegment)
+		}
+		if len(rep.Leftovers) > 0 {
+			fmt.Fprintf(out, "  an interrupted truncation left %v (finished when the directory is opened)\n", rep.Leftovers)
+		}
+		if err != nil {
+			damaged++
+			fmt.Fprintf(out, "  DAMAGED: %v\n", err)
+		}
+		if recErr != nil {
+			damaged++
+			fmt.Fprintf(out, "  BAD RECORD: %v\n", recErr)
+		}
+		damaged += verifySnapshots(out, pdir)
+	}
+	if damaged > 0 {
+		fmt.Fprintf(out, "verify: %d problems found\n", damaged)
+		return 1
+	}
+	fmt.Fprintln(out, "verify: ok")
+	return 0
+}
+
+// verifySnapshots reads every snapshot file of a partition and returns how
+// many are damaged.
+func verifySnapshots(out io.Writer, pdir string) int {
+	snaps, err := log.ListSnapshots(pdir)
+	if err != nil {
+		fmt.Fprintf(out, "  DAMAGED: listing snapshots: %v\n", err)
+		return 1
+	}
+	damaged := 0
+	for _, index := range snaps {
+		counts := map[byte]int{}
+		var recErr error
+		path := snapshotPath(pdir, index)
+		covers, records, err := log.ReadSnapshotFile(path, func(typ byte, payload []byte) error {
+			counts[typ]++
+			if problem := checkRecord(typ, payload); problem != "" && recErr == nil {
+				recErr = fmt.Errorf("record %d: %s", counts[typ], problem)
+			}
+			return nil
+		})
+		var size int64
+		if fi, err := os.Stat(path); err == nil {
+			size = fi.Size()
+		}
+		fmt.Fprintf(out, "  snapshot %s: state as of index %d, %s, %s%s\n",
+			filepath.Base(path), covers, plural(records, "record"), humanize.IBytes(uint64(size)), typeCounts(counts))
+		switch {
+		case err != nil:
+			damaged++
+			fmt.Fprintf(out, "  DAMAGED: %v\n", err)
+		case recErr != nil:
+			damaged++
+			fmt.Fprintf(out, "  BAD RECORD in %s: %v\n", filepath.Base(path), recErr)
+		}
+	}
+	return damaged
+}
+
+// typeCounts formats record counts by type: ", commit 3, mapping 1".
+func typeCounts(counts map[byte]int) string {
+	var b strings.Builder
+	for typ := byte(1); typ <= maxRecordType; typ++ {
+		if counts[typ] > 0 {
+			fmt.Fprintf(&b, ", %s %d", recordTypes[typ], counts[typ])
+		}
+	}
+	return b.String()
+}
+
+// checkRecord checks what it can of a record's payload without the
+// coordinator's decoder: a known type, and mapping JSON that parses.
+func checkRecord(typ byte, payload []byte) string {
+	if _, ok := recordTypes[typ]; !ok {
+		return fmt.Sprintf("unknown record type %d", typ)
+	}
+	if typ == recordMapping && !json.Valid(payload) {
+		return "mapping record is not JSON"
+	}
+	return ""
+}
+
+// dumpLine is one record of offsetd dump: a log entry (Index) or a record
+// of a snapshot file (Snapshot). Payload is base64 (encoding/json encodes
+// []byte so) except for mappings, whose payload is JSON and printed as
+// Mapping.
+type dumpLine struct {
+	Partition int             `json:"partition"`
+	Index     uint64          `json:"index,omitempty"`    // a log entry's index
+	Snapshot  uint64          `json:"snapshot,omitempty"` // for a snapshot's record, the index the snapshot covers
+	Type      string          `json:"type"`
+	TypeCode  byte            `json:"typeCode"`
+	Bytes     int             `json:"bytes"`
+	Mapping   json.RawMessage `json:"mapping,omitempty"`
+	Payload   []byte          `json:"payload,omitempty"`
+}
+
+// dump prints every record of a data directory as a JSON line.
+func dump(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	only := fs.Int("partition", -1, "dump only this partition")
+	snapshots := fs.Bool("snapshots", false, "also dump the records of every snapshot file (lines with \"snapshot\": the index it covers)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: offsetd dump [-partition N] [-snapshots] DIR\n")
+		fs.PrintDefaults()
+	}
+	dir, n, err := openDataDir(fs, args, stderr)
+	if err != nil {
+		return usageStatus(err, stderr)
+	}
+	if *only >= n {
+		fmt.Fprintf(stderr, "offsetd: %s has partitions 0-%d, not %d\n", dir, n-1, *only)
+		return 2
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	status := 0
+	for i := range n {
+		if *only >= 0 && i != *only {
+			continue
+		}
+		pdir := partitionDir(dir, i)
+		if *snapshots {
+			snaps, err := log.ListSnapshots(pdir)
+			if err != nil {
+				fmt.Fprintf(stderr, "offsetd: partition %d: %v\n", i, err)
+				status = 1
+			}
+			for _, index := range slices.Backward(snaps) { // oldest first
+				_, _, err := log.ReadSnapshotFile(snapshotPath(pdir, index), func(typ byte, payload []byte) error {
+					return enc.Encode(newDumpLine(i, 0, index, typ, payload))
+				})
+				if err != nil {
+					fmt.Fprintf(stderr, "offsetd: partition %d: %v\n", i, err)
+					status = 1
+				}
+			}
+		}
+		_, err := log.Inspect(pdir, func(index uint64, typ byte, payload []byte) error {
+			return enc.Encode(newDumpLine(i, index, 0, typ, payload))
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "offsetd: partition %d: %v\n", i, err)
+			status = 1
+		}
+	}
+	return status
+}
+
+func newDumpLine(partition int, index, snapshot uint64, typ byte, payload []byte) dumpLine {
+	line := dumpLine{Partition: partition, Index: index, Snapshot: snapshot, Type: recordTypes[typ], TypeCode: typ, Bytes: len(payload)}
+	if line.Type == "" {
+		line.Type = "unknown"
+	}
+	if typ == recordMapping && json.Valid(payload) {
+		line.Mapping = payload
+	} else {
+		line.Payload = payload
+	}
+	return line
+}
+
+func plural(n int, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case noun == "entry":
+		return fmt.Sprintf("%d entries", n)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/server"
+)
+
+// shutdownGrace bounds how long a stopping server waits for requests in
+// flight (long polls are ended at once).
+const shutdownGrace = 30 * time.Second
+
+// serve runs offsetd serve until ctx ends (SIGINT or SIGTERM), then shuts
+// down gracefully: stop accepting, finish the requests in flight, close the
+// logs.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseServeConfig(args, getenv, stderr)
+	if err != nil {
+		return usageStatus(err, stderr)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	if err := runServer(ctx, cfg, logger, stdout); err != nil {
+		fmt.Fprintf(stderr, "offsetd: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.Writer) error {
+	partitions, err := choosePartitions(cfg.dataDir, cfg.partitions, cfg.partitionsGiven)
+	if err != nil {
+		return err
+	}
+	var token string
+	if cfg.authTokenFile != "" {
+		if token, err = readToken(cfg.authTokenFile, logger); err != nil {
+			return err
+		}
+	}
+	var tlsConfig *tls.Config
+	if cfg.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			return fmt.Errorf("loading the TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	dataDir, err := filepath.Abs(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+
+	metrics := server.NewMetrics()
+	copts := coordinator.DefaultOptions()
+	copts.Partitions = partitions
+	copts.SegmentSize = int(cfg.segmentSize)
+	copts.SnapshotBytes = int64(cfg.snapshotBytes)
+	copts.Retention = cfg.retention
+	copts.UnsafeNoSync = cfg.unsafeNoSync
+	copts.LoadInBackground = true // /healthz answers while the logs replay
+	copts.Logger = logger
+	copts.Observer = metrics
+	c, err := coordinator.Open(dataDir, copts)
+	if err != nil {
+		return err
+	}
+	closeCoordinator := func() error {
+		if err := c.Close(); err != nil && !errors.Is(err, coordinator.ErrClosed) {
+			return fmt.Errorf("closing the data directory: %w", err)
+		}
+		return nil
+	}
+	cacheBytes := int64(cfg.cacheBytes)
+	if cacheBytes == 0 {
+		cacheBytes = -1 // off
+	}
+	s, err := server.New(c, server.Options{
+		MaxBodyBytes:       int64(cfg.maxBody),
+		MaxWait:            cfg.maxWait,
+		ResponseCacheBytes: cacheBytes,
+		AuthToken:          token,
+		Logger:             logger,
+		Metrics:            metrics,
+	})
+	if err != nil {
+		return errors.Join(err, closeCoordinator())
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return errors.Join(err, closeCoordinator())
+	}
+	hs := &http.Server{
+		Handler:           s,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(s.Close)
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	warnIfExposed(logger, ln.Addr(), tlsConfig != nil, token != "", cfg.unsafeNoSync)
+	fmt.Fprintf(stdout, "offsetd listening on %s://%s, data in %s\n", scheme, ln.Addr(), dataDir)
+	logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "partitions", partitions,
+		"tls", tlsConfig != nil, "auth", token != "", "retention", cfg.retention)
+
+	served := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			served <- hs.ServeTLS(ln, "", "")
+		} else {
+			served <- hs.Serve(ln)
+		}
+	}()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	loadFailed := make(chan error, 1)
+	go func() {
+		start := time.Now()
+		if err := c.WaitReady(loadCtx); err != nil {
+			if loadCtx.Err() == nil {
+				loadFailed <- err
+			}
+			return
+		}
+		logger.Info("every partition loaded", "partitions", partitions, "took", time.Since(start).Round(time.Millisecond))
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-served:
+		runErr = fmt.Errorf("serving: %w", err)
+	case err := <-loadFailed:
+		runErr = fmt.Errorf("loading %s: %w (inspect it with: offsetd verify %s)", dataDir, err, dataDir)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		logger.Warn("requests still in flight at the end of the grace period", "err", err)
+		hs.Close()
+	}
+	runErr = errors.Join(runErr, closeCoordinator())
+	if runErr == nil {
+		logger.Info("stopped")
+	}
+	return runErr
+}
+
+// choosePartitions returns the partition count to open dir with: the count
+// dir was created with, or for a new dir the one given. Asking for another
+// count than an existing dir has is an error, not a silent remap.
+func choosePartitions(dir string, want int, given bool) (int, error) {
+	have, err := coordinator.ReadPartitions(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return want, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading %s: %w", dir, err)
+	case given && have != want:
+		return 0, fmt.Errorf("%s was created with %d partitions; it cannot be opened with %d (leave -partitions out to use %d)", dir, have, want, have)
+	}
+	return have, nil
+}
+
+// readToken reads a bearer token file, refusing an empty one.
+func readToken(path string, logger *slog.Logger) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the token file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	if strings.ContainsAny(token, " \t\r\n") {
+		return "", fmt.Errorf("token file %s holds more than one line or word", path)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 && logger != nil {
+		logger.Warn("the token file is readable by other users", "file", path, "mode", fi.Mode().Perm().String())
+	}
+	return token, nil
+}
+
+// warnIfExposed logs what a server listening beyond loopback lacks.
+func warnIfExposed(logger *slog.Logger, addr net.Addr, tls, auth, noSync bool) {
+	if noSync {
+		logger.Warn("-unsafe-no-sync: commits are acknowledged before they are durable")
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsLoopback() {
+		return
+	}
+	if !auth {
+		logger.Warn("listening beyond loopback without -auth-token-file: anyone who reaches the port can change offsets")
+	}
+	if !tls {
+		logger.Warn("listening beyond loopback without TLS: offsets and tokens cross the network in clear text")
+	}
+}

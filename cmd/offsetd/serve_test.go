@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/offsetd/offsetd/client"
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// With no arguments offsetd serves on the embedded defaults: data in
+// ./offsetd-data, and it says where it listens and where its data is.
+// (The port comes from OFFSETD_LISTEN, so that the test never fights over
+// 7070.)
+func TestServeDefaults(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s := startServe(t, nil, map[string]string{"OFFSETD_LISTEN": "127.0.0.1:0"})
+	if want := filepath.Join(dir, "offsetd-data"); s.dir != want {
+		t.Fatalf("data in %s, want %s", s.dir, want)
+	}
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") {
+		t.Fatalf("listening on %s", s.url)
+	}
+	c, err := client.New(s.url, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ready(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d after shutdown:\n%s", code, s.stderr)
+	}
+	if n, err := coordinator.ReadPartitions(s.dir); err != nil || n != coordinator.DefaultOptions().Partitions {
+		t.Fatalf("data directory holds %d partitions (%v)", n, err)
+	}
+}
+
+// The partition count is fixed at creation: an existing directory opens
+// with its own count, and asking for another is an error.
+func TestPartitionsFixedAtCreation(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	s := startServe(t, []string{"serve", "-data", data, "-listen", "127.0.0.1:0", "-partitions", "3"}, nil)
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.stderr)
+	}
+	out := mustRun(t, 1, nil, "serve", "-data", data, "-listen", "127.0.0.1:0", "-partitions", "5")
+	if !strings.Contains(out, "created with 3 partitions") {
+		t.Fatalf("mismatch error: %s", out)
+	}
+	out = mustRun(t, 1, map[string]string{"OFFSETD_PARTITIONS": "5"}, "serve", "-data", data, "-listen", "127.0.0.1:0")
+	if !strings.Contains(out, "created with 3 partitions") {
+		t.Fatalf("mismatch error from the environment: %s", out)
+	}
+	s = startServe(t, []string{"serve", "-data", data, "-listen", "127.0.0.1:0"}, nil)
+	if code := s.stop(); code != 0 {
+		t.Fatalf("reopen without -partitions: exit %d:\n%s", code, s.stderr)
+	}
+}
+
+func TestServeConfig(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(serveConfig) bool
+	}{
+		{"defaults", nil, nil, func(c serveConfig) bool {
+			return c.dataDir == "offsetd-data" && c.listen == "127.0.0.1:7070" && c.partitions == 16 &&
+				c.segmentSize == 4<<20 && c.maxBody == 1<<20 && !c.unsafeNoSync && !c.partitionsGiven
+		}},
+		{"flags", []string{"-data", "d", "-segment-size", "8MiB", "-max-body", "64KiB", "-cache-bytes", "0", "-unsafe-no-sync", "-partitions", "2",
+			"-retention", "0", "-snapshot-bytes", "1MiB"}, nil,
+			func(c serveConfig) bool {
+				return c.dataDir == "d" && c.segmentSize == 8<<20 && c.maxBody == 64<<10 && c.cacheBytes == 0 && c.unsafeNoSync &&
+					c.partitions == 2 && c.partitionsGiven && c.retention == 0 && c.snapshotBytes == 1<<20
+			}},
+		{"environment", nil, map[string]string{"OFFSETD_DATA": "e", "OFFSETD_SEGMENT_SIZE": "1MB", "OFFSETD_UNSAFE_NO_SYNC": "true", "OFFSETD_MAX_WAIT": "5s", "OFFSETD_LOG_LEVEL": "debug"},
+			func(c serveConfig) bool {
+				return c.dataDir == "e" && c.segmentSize == 1000000 && c.unsafeNoSync && c.maxWait.String() == "5s" && c.logLevel.String() == "DEBUG"
+			}},
+		{"flag beats environment", []string{"-data", "flag"}, map[string]string{"OFFSETD_DATA": "env"},
+			func(c serveConfig) bool { return c.dataDir == "flag" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parseServeConfig(c.args, envOf(c.env), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.want(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"unknown flag", []string{"-nope"}, nil},
+		{"bad size", []string{"-segment-size", "lots"}, nil},
+		{"bad size in the environment", nil, map[string]string{"OFFSETD_MAX_BODY": "-1"}},
+		{"bad bool in the environment", nil, map[string]string{"OFFSETD_UNSAFE_NO_SYNC": "maybe"}},
+		{"certificate without key", []string{"-tls-cert", "c.pem"}, nil},
+		{"stray argument", []string{"now"}, nil},
+		{"empty data", []string{"-data", ""}, nil},
+		{"negative retention", []string{"-retention", "-1h"}, nil},
+		{"zero snapshot bytes", nil, map[string]string{"OFFSETD_SNAPSHOT_BYTES": "0"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := parseServeConfig(c.args, envOf(c.env), &bytes.Buffer{}); !errors.Is(err, errUsage) {
+				t.Fatalf("err %v, want a usage error", err)
+			}
+		})
+	}
+	mustRun(t, 2, nil, "serve", "-segment-size", "lots")
+	mustRun(t, 2, nil, "frobnicate")
+	mustRun(t, 0, nil, "help")
+	mustRun(t, 0, nil, "serve", "-h")
+}
+
+// The restart test of the issue, through the real binary: start it,
+// commit through client/, stop it with SIGTERM, start it again, read the
+// same offsets.
+func TestRestartThroughBinary(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the binary")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "offsetd")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := filepath.Join(tmp, "data")
+	start := func() (*exec.Cmd, *client.Client, *bytes.Buffer) {
+		t.Helper()
+		cmd := exec.Command(bin, "serve", "-data", data, "-listen", "127.0.0.1:0", "-partitions", "4")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+		})
+		sc := bufio.NewScanner(stdout)
+		if !sc.Scan() {
+			cmd.Wait()
+			t.Fatalf("offsetd printed nothing:\n%s", stderr.String())
+		}
+		url, dir := parseListening(t, sc.Text())
+		if dir != data {
+			t.Fatalf("data in %s, want %s", dir, data)
+		}
+		c, err := client.New(url, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cmd, c, &stderr
+	}
+	stop := func(cmd *exec.Cmd, stderr *bytes.Buffer) {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("offsetd after SIGTERM: %v\n%s", err, stderr)
+		}
+		if !strings.Contains(stderr.String(), "msg=stopped") {
+			t.Fatalf("no clean stop in the log:\n%s", stderr)
+		}
+	}
+
+	cmd, c, stderr := start()
+	ctx := t.Context()
+	want := map[string]int64{}
+	for i, group := range []string{"payments", "billing", "audit/eu"} {
+		offsets := []client.OffsetCommit{
+			{Topic: "orders", Partition: 0, Offset: int64(100 + i), LeaderEpoch: -1},
+			{Topic: "orders", Partition: 1, Offset: int64(200 + i), LeaderEpoch: 2, Metadata: "m"},
+		}
+		if _, err := c.Commit(ctx, group, 1, offsets); err != nil {
+			t.Fatal(err)
+		}
+		want[group] = int64(100 + i)
+	}
+	if _, err := c.CreateStaticTopic(ctx, "TopicTest", "clusterA", 8, []string{"b1", "b2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetGlobalRead(ctx, "clusterA", true); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.GroupOffsets(ctx, "billing", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop(cmd, stderr)
+
+	cmd, c, stderr = start()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for group, off := range want {
+		o, err := c.Offset(ctx, group, "orders", 0)
+		if err != nil || o.Offset != off {
+			t.Fatalf("%s after restart: %+v, %v", group, o, err)
+		}
+	}
+	after, err := c.GroupOffsets(ctx, "billing", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != before.Version || after.Generation != 1 || len(after.Offsets) != 2 || after.Offsets[1] != before.Offsets[1] {
+		t.Fatalf("billing after restart %+v, before %+v", after, before)
+	}
+	if _, err := c.Commit(ctx, "billing", 0, []client.OffsetCommit{{Topic: "orders", Offset: 1, LeaderEpoch: -1}}); !errors.Is(err, client.ErrStaleGeneration) {
+		t.Fatalf("generation 0 after a restart that saw 1: %v", err)
+	}
+	scopes, err := c.Scopes(ctx)
+	if err != nil || len(scopes) != 1 || !scopes[0].GlobalRead || scopes[0].Topics != 1 {
+		t.Fatalf("scopes after restart %+v, %v", scopes, err)
+	}
+	stop(cmd, stderr)
+
+	if _, err := os.Stat(filepath.Join(data, "p0000")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,279 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// Metrics holds offsetd's Prometheus metrics. It is a coordinator.Observer
+// and MaintenanceObserver: pass it as the coordinator's Options.Observer,
+// and to the Server as Options.Metrics, to record the write path (batch
+// sizes, append and fsync latency), snapshots and retention as well as the
+// HTTP side.
+type Metrics struct {
+	commits        *prometheus.CounterVec
+	commitLatency  prometheus.Histogram
+	batchRequests  prometheus.Histogram
+	batchBytes     prometheus.Histogram
+	appendLatency  prometheus.Histogram
+	appendFailures prometheus.Counter
+	cacheHits      prometheus.Counter
+	cacheMisses    prometheus.Counter
+	requests       *prometheus.CounterVec
+	requestLatency *prometheus.HistogramVec
+	snapshots      *prometheus.CounterVec
+	snapshotTime   prometheus.Histogram
+	snapshotBytes  *prometheus.GaugeVec
+	truncations    *prometheus.CounterVec
+	expiredGroups  prometheus.Counter
+
+	mu sync.Mutex
+	c  *coordinator.Coordinator // guarded by mu; set by register
+}
+
+var (
+	_ coordinator.Observer            = (*Metrics)(nil)
+	_ coordinator.MaintenanceObserver = (*Metrics)(nil)
+)
+
+// NewMetrics returns unregistered metrics; New registers them.
+func NewMetrics() *Metrics {
+	latencyBuckets := prometheus.ExponentialBuckets(50e-6, 2, 16) // 50µs to ~1.6s
+	return &Metrics{
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offsetd_commits_total",
+			Help: "Commit requests by result: ok, or the error code.",
+		}, []string{"result"}),
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_commit_duration_seconds",
+			Help:    "Time from a commit reaching the coordinator to its acknowledgement (queueing, group commit, fsync).",
+			Buckets: latencyBuckets,
+		}),
+		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_log_batch_requests",
+			Help:    "Requests carried by one group commit (one log append, one fsync).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1024
+		}),
+		batchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_log_batch_bytes",
+			Help:    "Payload bytes of one group commit.",
+			Buckets: prometheus.ExponentialBuckets(64, 4, 10), // 64 B to 16 MiB
+		}),
+		appendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_log_append_duration_seconds",
+			Help:    "Time of one log append including its fsync.",
+			Buckets: latencyBuckets,
+		}),
+		appendFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offsetd_log_append_failures_total",
+			Help: "Log appends that failed; each makes its partition repair its log.",
+		}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offsetd_response_cache_hits_total",
+			Help: "Responses served from the response cache.",
+		}),
+		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offsetd_response_cache_misses_total",
+			Help: "Responses encoded because the response cache did not hold them.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offsetd_http_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		requestLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "offsetd_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern (long polls included).",
+			Buckets: latencyBuckets,
+		}, []string{"route"}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offsetd_snapshots_total",
+			Help: "Partition snapshots written in the background, by result (ok or error).",
+		}, []string{"result"}),
+		snapshotTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_snapshot_duration_seconds",
+			Help:    "Time to write one partition snapshot.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10), // 1ms to ~4min
+		}),
+		snapshotBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "offsetd_snapshot_bytes",
+			Help: "Size of the internal partition's newest snapshot.",
+		}, []string{"partition"}),
+		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offsetd_log_truncations_total",
+			Help: "Log fronts dropped after a snapshot, by result (ok or error).",
+		}, []string{"result"}),
+		expiredGroups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offsetd_groups_expired_total",
+			Help: "Groups whose offsets expired after going without a commit for the retention period.",
+		}),
+	}
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// ObserveSnapshot records a background snapshot; it implements
+// coordinator.MaintenanceObserver.
+func (m *Metrics) ObserveSnapshot(partition int, bytes int64, took time.Duration, err error) {
+	m.snapshots.WithLabelValues(result(err)).Inc()
+	if err == nil {
+		m.snapshotTime.Observe(took.Seconds())
+		m.snapshotBytes.WithLabelValues(strconv.Itoa(partition)).Set(float64(bytes))
+	}
+}
+
+// ObserveTruncate records a log truncation after a snapshot; it
+// implements coordinator.MaintenanceObserver.
+func (m *Metrics) ObserveTruncate(partition int, took time.Duration, err error) {
+	m.truncations.WithLabelValues(result(err)).Inc()
+}
+
+// ObserveExpire records groups expired by retention; it implements
+// coordinator.MaintenanceObserver.
+func (m *Metrics) ObserveExpire(partition int, groups int) {
+	m.expiredGroups.Add(float64(groups))
+}
+
+// ObserveAppend records one group commit; it implements
+// coordinator.Observer.
+func (m *Metrics) ObserveAppend(partition, requests, bytes int, took time.Duration, err error) {
+	if err != nil {
+		m.appendFailures.Inc()
+		return
+	}
+	m.batchRequests.Observe(float64(requests))
+	m.batchBytes.Observe(float64(bytes))
+	m.appendLatency.Observe(took.Seconds())
+}
+
+// ObserveLoad implements coordinator.Observer. Load times are read from
+// Coordinator.Stats at scrape time instead, so it records nothing.
+func (m *Metrics) ObserveLoad(partition int, records int, took time.Duration) {}
+
+func (m *Metrics) commitDone(took time.Duration, err error) {
+	m.commitLatency.Observe(took.Seconds())
+	result := "ok"
+	if err != nil {
+		result = classify(err).code
+	}
+	m.commits.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) cacheLookup(hit bool) {
+	if hit {
+		m.cacheHits.Inc()
+	} else {
+		m.cacheMisses.Inc()
+	}
+}
+
+// register adds every metric to reg, with a collector that reads c's
+// partition statistics at scrape time.
+func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.c != nil {
+		return errors.New("server: Metrics already serve another Server")
+	}
+	cs := []prometheus.Collector{
+		m.commits, m.commitLatency, m.batchRequests, m.batchBytes, m.appendLatency, m.appendFailures,
+		m.cacheHits, m.cacheMisses, m.requests, m.requestLatency,
+		m.snapshots, m.snapshotTime, m.snapshotBytes, m.truncations, m.expiredGroups, partitionCollector{c},
+	}
+	for i, col := range cs {
+		if err := reg.Register(col); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return err
+		}
+	}
+	m.c = c
+	return nil
+}
+
+// requestDone counts and times a request by the mux pattern that served it.
+func (m *Metrics) requestDone(route string, status int, took time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.requestLatency.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status  int
+	written bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.written {
+		s.status, s.written = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.written = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// partitionCollector exports Coordinator.Stats at scrape time.
+type partitionCollector struct {
+	c *coordinator.Coordinator
+}
+
+var (
+	descReady = prometheus.NewDesc("offsetd_partition_ready",
+		"1 once the internal partition has loaded, 0 while it loads or after it failed to.", []string{"partition"}, nil)
+	descKeys = prometheus.NewDesc("offsetd_partition_keys",
+		"Live offset keys (group, topic, partition) held by the internal partition.", []string{"partition"}, nil)
+	descGroups = prometheus.NewDesc("offsetd_partition_groups",
+		"Groups with offsets in the internal partition.", []string{"partition"}, nil)
+	descMappings = prometheus.NewDesc("offsetd_partition_mappings",
+		"Static-topic mappings held by the internal partition.", []string{"partition"}, nil)
+	descLoadSeconds = prometheus.NewDesc("offsetd_partition_load_seconds",
+		"How long the internal partition took to replay its log at open.", []string{"partition"}, nil)
+	descLoadRecords = prometheus.NewDesc("offsetd_partition_load_records",
+		"Log entries the internal partition replayed at open.", []string{"partition"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (p partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descReady, descKeys, descGroups, descMappings, descLoadSeconds, descLoadRecords} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: one Stats call per scrape.
+func (p partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range p.c.Stats() {
+		part := strconv.Itoa(st.Partition)
+		ready := 0.0
+		if st.Ready {
+			ready = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, part)
+		if !st.Ready {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(st.Keys), part)
+		ch <- prometheus.MustNewConstMetric(descGroups, prometheus.GaugeValue, float64(st.Groups), part)
+		ch <- prometheus.MustNewConstMetric(descMappings, prometheus.GaugeValue, float64(st.Mappings), part)
+		ch <- prometheus.MustNewConstMetric(descLoadSeconds, prometheus.GaugeValue, st.LoadTime.Seconds(), part)
+		ch <- prometheus.MustNewConstMetric(descLoadRecords, prometheus.GaugeValue, float64(st.LoadRecords), part)
+	}
+}

@@ -1,0 +1,121 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/server"
+)
+
+// scrape reads /metrics in the text format: series (name and labels, as
+// printed) to value.
+func scrape(t testing.TB, e *env) map[string]float64 {
+	t.Helper()
+	r := e.must(http.StatusOK, "GET", "/metrics", "")
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func cacheCounts(t testing.TB, e *env) (hits, misses float64) {
+	m := scrape(t, e)
+	return m["offsetd_response_cache_hits_total"], m["offsetd_response_cache_misses_total"]
+}
+
+func TestMetrics(t *testing.T) {
+	metrics := server.NewMetrics()
+	var clock atomic.Int64 // Unix milliseconds
+	clock.Store(time.Now().UnixMilli())
+	e := newEnv(t, envConfig{
+		coord: func(o *coordinator.Options) {
+			o.Observer = metrics
+			o.Partitions = 1
+			o.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
+			o.Retention = time.Hour
+		},
+		server: func(o *server.Options) { o.Metrics = metrics },
+	})
+	for range 3 {
+		e.must(http.StatusOK, "POST", "/v1/groups/g/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1},{"topic":"t","partition":1,"offset":1}]}`)
+	}
+	e.fail(http.StatusBadRequest, "invalid_argument", "POST", "/v1/groups/g/offsets", `{"offsets":[{"topic":"","partition":0,"offset":1}]}`)
+	e.must(http.StatusOK, "GET", "/v1/groups/g/offsets", "")
+	e.fail(http.StatusMethodNotAllowed, "method_not_allowed", "PATCH", "/v1/groups/g/offsets", "")
+
+	// A snapshot; a commit of h two hours later; a second snapshot, which
+	// drops the log before the first; then g, idle for two hours, expires.
+	if err := e.c.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(2 * time.Hour.Milliseconds())
+	e.must(http.StatusOK, "POST", "/v1/groups/h/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`)
+	if err := e.c.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.c.ExpireGroups(t.Context()); err != nil || n != 1 {
+		t.Fatalf("ExpireGroups: %d, %v", n, err)
+	}
+
+	m := scrape(t, e)
+	want := map[string]float64{
+		`offsetd_commits_total{result="ok"}`:                                                  4,
+		`offsetd_commits_total{result="invalid_argument"}`:                                    1,
+		`offsetd_commit_duration_seconds_count`:                                               5,
+		`offsetd_snapshots_total{result="ok"}`:                                                2,
+		`offsetd_snapshot_duration_seconds_count`:                                             2,
+		`offsetd_log_truncations_total{result="ok"}`:                                          1,
+		`offsetd_groups_expired_total`:                                                        1,
+		`offsetd_partition_ready{partition="0"}`:                                              1,
+		`offsetd_partition_keys{partition="0"}`:                                               1,
+		`offsetd_partition_groups{partition="0"}`:                                             1,
+		`offsetd_http_requests_total{code="200",route="POST /v1/groups/{group}/offsets"}`:     4,
+		`offsetd_http_requests_total{code="400",route="POST /v1/groups/{group}/offsets"}`:     1,
+		`offsetd_http_requests_total{code="200",route="GET /v1/groups/{group}/offsets"}`:      1,
+		`offsetd_http_requests_total{code="405",route="/v1/groups/{group}/offsets"}`:          1,
+		`offsetd_response_cache_misses_total`:                                                 1,
+		`offsetd_http_request_duration_seconds_count{route="GET /v1/groups/{group}/offsets"}`: 1,
+	}
+	for series, v := range want {
+		if got, ok := m[series]; !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, v)
+		}
+	}
+	// 4 commits and an expiry record, each its own batch.
+	if m[`offsetd_log_batch_requests_count`] != 5 || m[`offsetd_log_batch_requests_sum`] != 5 || m[`offsetd_log_append_duration_seconds_count`] != 5 {
+		t.Errorf("batches %v of %v requests, appends %v", m[`offsetd_log_batch_requests_count`],
+			m[`offsetd_log_batch_requests_sum`], m[`offsetd_log_append_duration_seconds_count`])
+	}
+	for _, series := range []string{`offsetd_snapshot_bytes{partition="0"}`, `offsetd_partition_load_seconds{partition="0"}`, "go_goroutines"} {
+		if _, ok := m[series]; !ok {
+			t.Errorf("no %s", series)
+		}
+	}
+}
+
+// One Metrics serves one Server.
+func TestMetricsNotShared(t *testing.T) {
+	metrics := server.NewMetrics()
+	e := newEnv(t, envConfig{server: func(o *server.Options) { o.Metrics = metrics }})
+	if _, err := server.New(e.c, server.Options{Metrics: metrics, Logger: quiet}); err == nil {
+		t.Fatal("a second Server took the same Metrics")
+	}
+}

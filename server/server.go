@@ -1,0 +1,294 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/offsetd/offsetd/cache"
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// Options configures a Server. Zero fields take the values of
+// DefaultOptions.
+type Options struct {
+	// MaxBodyBytes bounds a request body; a larger one is answered 413.
+	MaxBodyBytes int64
+	// MaxWait caps the ?wait= of a long poll.
+	MaxWait time.Duration
+	// ResponseCacheBytes is the budget of the cache of encoded responses;
+	// a negative value turns the cache off.
+	ResponseCacheBytes int64
+	// AuthToken, when not empty, is the bearer token every /v1 request must
+	// carry (Authorization: Bearer <token>). /healthz, /readyz and /metrics
+	// stay open.
+	AuthToken string
+	// Logger receives request errors and server events. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Metrics records the server's measurements; pass the same value as the
+	// coordinator's Options.Observer to also record the write path. Nil
+	// means a fresh Metrics (without write-path measurements). One Metrics
+	// serves one Server.
+	Metrics *Metrics
+	// Registry is where the metrics are registered and what /metrics
+	// serves. Nil means a registry of the Server's own, which also holds
+	// the Go runtime and process collectors.
+	Registry *prometheus.Registry
+}
+
+// DefaultOptions returns the options a Server runs with unless told
+// otherwise.
+func DefaultOptions() Options {
+	return Options{
+		MaxBodyBytes:       1 << 20,
+		MaxWait:            30 * time.Second,
+		ResponseCacheBytes: 64 << 20,
+	}
+}
+
+func (o *Options) ensureDefaults() {
+	d := DefaultOptions()
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.MaxWait == 0 {
+		o.MaxWait = d.MaxWait
+	}
+	if o.ResponseCacheBytes == 0 {
+		o.ResponseCacheBytes = d.ResponseCacheBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+func (o Options) validate() error {
+	if o.MaxBodyBytes < 0 {
+		return fmt.Errorf("server: Options.MaxBodyBytes is %d, want > 0", o.MaxBodyBytes)
+	}
+	if o.MaxWait < 0 {
+		return fmt.Errorf("server: Options.MaxWait is %s, want > 0", o.MaxWait)
+	}
+	return nil
+}
+
+// Server serves offsetd's HTTP API for one coordinator. It is an
+// http.Handler, safe for concurrent use.
+type Server struct {
+	c         *coordinator.Coordinator
+	opts      Options
+	log       *slog.Logger
+	mux       *http.ServeMux
+	responses *cache.Responses // nil when the cache is off
+	metrics   *Metrics
+	auth      authenticator
+	handler   http.Handler
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed by Close: long polls answer at once
+
+	// pollWaiting, if set (by tests, before serving), is called each time
+	// a long poll starts waiting for a change.
+	pollWaiting func()
+}
+
+// New returns a Server for c. opts is copied; bad values are reported by
+// name.
+func New(c *coordinator.Coordinator, opts Options) (*Server, error) {
+	opts.ensureDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		c:       c,
+		opts:    opts,
+		log:     opts.Logger,
+		mux:     http.NewServeMux(),
+		metrics: opts.Metrics,
+		auth:    newAuthenticator(opts.AuthToken),
+		closing: make(chan struct{}),
+	}
+	if opts.ResponseCacheBytes > 0 {
+		r, err := cache.NewResponses(opts.ResponseCacheBytes)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.responses = r
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if err := s.metrics.register(reg, c); err != nil {
+		s.responses.Close()
+		return nil, fmt.Errorf("server: registering metrics: %w", err)
+	}
+	s.routes(reg)
+	s.handler = s.observe(http.HandlerFunc(s.serve))
+	return s, nil
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// Close ends every long poll at once (each answers 304) and frees the
+// response cache. Register it with http.Server.RegisterOnShutdown, so that
+// Shutdown does not wait for polls to time out. Requests after Close are
+// still answered, without the cache.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.responses.Close()
+	})
+}
+
+// observe counts, times and (at debug level) logs every request, by the
+// mux pattern that served it ("unrouted" for requests refused before
+// routing).
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		took := time.Since(start)
+		route := r.Pattern
+		if route == "" {
+			route = "unrouted"
+		}
+		s.metrics.requestDone(route, rec.status, took)
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", route, "status", rec.status, "took", took, "remote", r.RemoteAddr)
+		}
+	})
+}
+
+// serve rejects paths the mux would redirect, then dispatches.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		if !s.auth.allowed(r) {
+			s.auth.deny(w)
+			return
+		}
+		// The mux answers a path with an empty or dot segment with a
+		// redirect; an empty group or topic is bad input here.
+		if p := r.URL.EscapedPath(); path.Clean(p) != p {
+			writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "path %q has an empty or dot segment", p))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// route is one path of the API with its handler per method.
+type route struct {
+	path    string
+	methods map[string]http.HandlerFunc
+}
+
+// routes registers every path. Each path also gets a method-less pattern
+// that answers 405 in JSON with an Allow header, and "/" answers 404 in
+// JSON; the mux's own plain-text answers never show.
+func (s *Server) routes(reg *prometheus.Registry) {
+	table := []route{
+		{path: "/v1/groups", methods: map[string]http.HandlerFunc{
+			"GET": s.listGroups,
+		}},
+		{path: "/v1/groups/{group}", methods: map[string]http.HandlerFunc{
+			"DELETE": s.deleteGroup,
+		}},
+		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{
+			"GET":  s.getGroupOffsets,
+			"POST": s.commitOffsets,
+		}},
+		{path: "/v1/groups/{group}/offsets/{topic}", methods: map[string]http.HandlerFunc{
+			"DELETE": s.deleteOffsets,
+		}},
+		{path: "/v1/groups/{group}/offsets/{topic}/{partition}", methods: map[string]http.HandlerFunc{
+			"GET": s.getOffset,
+		}},
+		{path: "/v1/static-topics", methods: map[string]http.HandlerFunc{
+			"GET":  s.listStaticTopics,
+			"POST": s.createStaticTopic,
+		}},
+		{path: "/v1/static-topics/{topic}", methods: map[string]http.HandlerFunc{
+			"GET": s.getStaticTopic,
+			"PUT": s.putStaticTopic,
+		}},
+		{path: "/v1/static-topics/{topic}/remap", methods: map[string]http.HandlerFunc{
+			"POST": s.remapStaticTopic,
+		}},
+		{path: "/v1/static-topics/{topic}/route", methods: map[string]http.HandlerFunc{
+			"GET": s.getRoute,
+		}},
+		{path: "/v1/static-topics/{topic}/translate", methods: map[string]http.HandlerFunc{
+			"GET": s.translate,
+		}},
+		{path: "/v1/scopes", methods: map[string]http.HandlerFunc{
+			"GET": s.listScopes,
+		}},
+		{path: "/v1/scopes/{scope}/global-read", methods: map[string]http.HandlerFunc{
+			"PUT": s.setGlobalRead,
+		}},
+		{path: "/healthz", methods: map[string]http.HandlerFunc{
+			"GET": s.healthz,
+		}},
+		{path: "/readyz", methods: map[string]http.HandlerFunc{
+			"GET": s.readyz,
+		}},
+		{path: "/metrics", methods: map[string]http.HandlerFunc{
+			"GET": metricsHandler(reg),
+		}},
+	}
+	for _, rt := range table {
+		var allow []string
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE"} {
+			if h, ok := rt.methods[m]; ok {
+				s.mux.Handle(m+" "+rt.path, h)
+				allow = append(allow, m)
+			} else if m == "HEAD" && rt.methods["GET"] != nil {
+				allow = append(allow, m) // GET patterns serve HEAD
+			}
+		}
+		allowed := strings.Join(allow, ", ")
+		s.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allowed)
+			writeError(w, errorf(http.StatusMethodNotAllowed, codeMethodNotAllowed, "method %s not allowed on %s (allowed: %s)", r.Method, rt.path, allowed))
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, codeNotFound, "no such route: %s", r.URL.Path))
+	})
+}
+
+// writeJSON answers with status and v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, errorf(http.StatusInternalServerError, codeInternal, "encoding the response: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// marshal encodes a response body, newline-terminated like every other.
+func marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	return append(b, '\n'), err
+}

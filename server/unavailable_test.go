@@ -1,0 +1,208 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/server"
+)
+
+// blockFirstSegment makes partition 0 of dir hang in its replay until
+// release is called: its first segment is a FIFO, whose open blocks until
+// a writer opens it, and a regular segment after it keeps the FIFO out of
+// the tail repair (which opens the last segment read-write and would not
+// block). Once released, the partition reads an empty segment before the
+// last one and fails to load.
+func blockFirstSegment(t *testing.T, dir string) (release func()) {
+	t.Helper()
+	pdir := filepath.Join(dir, "p0000")
+	ents, err := os.ReadDir(pdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range ents {
+		if err := os.Remove(filepath.Join(pdir, de.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifo := filepath.Join(pdir, fmt.Sprintf("%020d", 1))
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d", 2)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.Close()
+	}
+}
+
+// While partitions load, /healthz answers, /readyz and every request that
+// needs the loading partition say 503 with Retry-After; nothing is
+// answered empty.
+func TestLoading(t *testing.T) {
+	dir := t.TempDir()
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 1
+	opts.Logger = quiet
+	c, err := coordinator.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	release := blockFirstSegment(t, dir)
+
+	opts.LoadInBackground = true
+	c, err = coordinator.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+		c.Close()
+	}()
+	s, err := server.New(c, server.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	e := &env{t: t, c: c, s: s, ts: ts, http: ts.Client(), hdr: http.Header{}}
+
+	e.must(http.StatusOK, "GET", "/healthz", "")
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/readyz", ""},
+		{"GET", "/v1/groups", ""},
+		{"GET", "/v1/groups/g/offsets", ""},
+		{"GET", "/v1/groups/g/offsets/t/0", ""},
+		{"POST", "/v1/groups/g/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`},
+		{"DELETE", "/v1/groups/g", ""},
+		{"GET", "/v1/static-topics", ""},
+		{"GET", "/v1/static-topics/T?scope=c1", ""},
+		{"GET", "/v1/scopes", ""},
+	} {
+		r := e.fail(http.StatusServiceUnavailable, "loading", req.method, req.path, req.body)
+		if r.header.Get("Retry-After") == "" {
+			t.Fatalf("%s %s: 503 without Retry-After", req.method, req.path)
+		}
+	}
+	m := scrape(t, e)
+	if m[`offsetd_partition_ready{partition="0"}`] != 0 {
+		t.Fatal("metrics say partition 0 is ready")
+	}
+
+	release()
+	released = true
+	if err := c.WaitReady(context.Background()); err == nil {
+		t.Fatal("a partition with an empty segment before its last loaded")
+	}
+	e.fail(http.StatusServiceUnavailable, "loading", "GET", "/readyz", "")
+	e.fail(http.StatusInternalServerError, "internal", "GET", "/v1/groups/g/offsets", "")
+}
+
+const writeFailEnv = "OFFSETD_SERVER_WRITEFAIL_DIR"
+
+// A commit whose log write fails is a 503 write_failed with Retry-After,
+// and once the disk takes writes again commits succeed. Writes fail for
+// real: a child process lowers its file-size limit (RLIMIT_FSIZE).
+func TestWriteFailed(t *testing.T) {
+	if os.Getenv(writeFailEnv) != "" {
+		t.Skip("child")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFailedChild$", "-test.v")
+	cmd.Env = append(os.Environ(), writeFailEnv+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestWriteFailedChild") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func TestWriteFailedChild(t *testing.T) {
+	dir := os.Getenv(writeFailEnv)
+	if dir == "" {
+		t.Skip("run by TestWriteFailed")
+	}
+	signal.Ignore(syscall.SIGXFSZ) // EFBIG instead of death
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 1
+	opts.Logger = quiet
+	c, err := coordinator.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := server.New(c, server.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	e := &env{t: t, c: c, s: s, ts: ts, http: ts.Client(), hdr: http.Header{}}
+
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	limited := orig
+	limited.Cur = 64 << 10
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"offsets":[{"topic":"t","partition":0,"offset":1,"metadata":%q}]}`, strings.Repeat("m", 4000))
+	var failed response
+	for i := 0; i < 64 && failed.status == 0; i++ {
+		if r := e.do("POST", "/v1/groups/g/offsets", body); r.status != http.StatusOK {
+			failed = r
+		}
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if failed.status != http.StatusServiceUnavailable || failed.errorCode(t) != "write_failed" || failed.header.Get("Retry-After") == "" {
+		t.Fatalf("a commit past the file-size limit: %d %s (Retry-After %q)", failed.status, failed.body, failed.header.Get("Retry-After"))
+	}
+	e.must(http.StatusOK, "POST", "/v1/groups/g/offsets", body)
+}
+
+// classify gives every error of the core API its status and code.
+func TestErrorStatuses(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{coordinator.ErrLoading, 503, "loading"},
+		{coordinator.ErrWriteFailed, 503, "write_failed"},
+		{coordinator.ErrClosed, 503, "unavailable"},
+		{context.Canceled, 503, "unavailable"},
+		{coordinator.ErrStaleGeneration, 409, "stale_generation"},
+		{coordinator.ErrNotFound, 404, "not_found"},
+		{coordinator.ErrInvalid, 400, "invalid_argument"},
+		{coordinator.ErrCorrupt, 500, "internal"},
+		{errors.New("anything else"), 500, "internal"},
+	} {
+		status, code := server.Classify(fmt.Errorf("wrapped: %w", c.err))
+		if status != c.status || code != c.code {
+			t.Errorf("%v: %d %s, want %d %s", c.err, status, code, c.status, c.code)
+		}
+	}
+}
