@@ -31,6 +31,10 @@ type snapResult struct {
 	size  int64
 	took  time.Duration
 	err   error
+	// The truncation that followed, if any.
+	truncated    bool
+	truncateTook time.Duration
+	truncateErr  error
 }
 
 // maybeSnapshot starts a snapshot when enough has been appended since the
@@ -52,10 +56,21 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	}
 	p.snapshotting = true
 	p.sinceSnapshot = 0
+	prev := p.lastSnapshot
 	go func() {
 		start := time.Now()
-		size, err := p.writeSnapshot(index, stop)
-		p.snapDone <- snapResult{index: index, size: size, took: time.Since(start), err: err}
+		res := snapResult{index: index}
+		res.size, res.err = p.writeSnapshot(index, stop)
+		res.took = time.Since(start)
+		if res.err == nil && prev != 0 {
+			// Unlinking segments can take milliseconds each: done here, off
+			// the writer goroutine, commits do not wait for it.
+			start = time.Now()
+			res.truncated = true
+			res.truncateErr = p.truncate(prev)
+			res.truncateTook = time.Since(start)
+		}
+		p.snapDone <- res
 	}()
 }
 
@@ -129,20 +144,16 @@ func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 		return
 	}
 	p.logger.Debug("snapshot written", "partition", p.id, "index", res.index, "bytes", res.size, "took", res.took)
-	prev := p.lastSnapshot
 	p.lastSnapshot, p.lastSnapSize = res.index, res.size
-	var err error
-	if prev != 0 {
-		start := time.Now()
-		err = p.truncate(prev)
+	if res.truncated {
 		if mo, ok := p.observer.(MaintenanceObserver); ok {
-			mo.ObserveTruncate(p.id, time.Since(start), err)
+			mo.ObserveTruncate(p.id, res.truncateTook, res.truncateErr)
 		}
-		if err != nil {
-			p.logger.Error("dropping the log before the previous snapshot failed", "partition", p.id, "err", err)
+		if res.truncateErr != nil {
+			p.logger.Error("dropping the log before the previous snapshot failed", "partition", p.id, "err", res.truncateErr)
 		}
 	}
-	p.answerSnapshot(err)
+	p.answerSnapshot(res.truncateErr)
 }
 
 // answerSnapshot tells the callers of Snapshot waiting for the snapshot
@@ -155,7 +166,7 @@ func (p *partition) answerSnapshot(err error) {
 }
 
 // truncate keeps the snapshot at prev and the log after it, and drops what
-// is older.
+// is older. It runs on the snapshot goroutine, beside the writer.
 func (p *partition) truncate(prev uint64) error {
 	if prev+1 > p.log.FirstIndex() {
 		if err := p.log.TruncateFront(prev + 1); err != nil {

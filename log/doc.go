@@ -1,9 +1,10 @@
 // Package log is one partition's durable, segmented, append-only log, on
 // top of github.com/tidwall/wal. It frames and checksums every entry,
-// appends a batch with one fsync, replays from any index, truncates the
-// front after a snapshot, cuts a torn tail on open, refuses to open on
-// damage before the tail, and recovers from a failed write without ever
-// showing the failed batch. It knows nothing of what the entries mean.
+// appends a batch with one fsync, replays from any index, removes whole
+// segments from the front after a snapshot, cuts a torn tail on open,
+// refuses to open on damage before the tail, and recovers from a failed
+// write without ever showing the failed batch. It knows nothing of what
+// the entries mean.
 //
 // # Lifecycle
 //
@@ -13,7 +14,7 @@
 //	err = l.Replay(l.FirstIndex(), apply) // rebuild state; payloads alias a buffer
 //	first, last, err := l.Append(batch)   // one fsync; on error the handle is poisoned
 //	...                                   // the next Append recovers first (or call Recover)
-//	err = l.TruncateFront(snapshotIndex + 1)
+//	err = l.TruncateFront(snapshot + 1)   // removes whole segments before the one holding it
 //
 // A Log is owned by one goroutine. Memory per partition is about
 // 2 × Options.SegmentSize.
@@ -41,9 +42,12 @@
 // format: they never change. A new layout gets a new version byte, and
 // readers keep reading version 1.
 //
-// While wal truncates, the directory may also hold .TEMP, .START or .END
-// files; Open finishes the truncation as wal.Open would, before repairing
-// the tail.
+// TruncateFront removes whole segment files before the one holding its
+// index, oldest first, and never the last: a crash part way leaves a
+// contiguous run of segments ending at the last one, and Open takes the
+// first of them as the front. Older versions truncated through wal, which
+// leaves .TEMP, .START or .END files when interrupted; Open finishes such
+// a truncation as wal.Open would, before repairing the tail.
 //
 // # Damage
 //

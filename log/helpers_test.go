@@ -170,6 +170,36 @@ func segmentFiles(t testing.TB, dir string) []segmentFile {
 	return st.segments
 }
 
+// segmentHolding returns the first index of the segment that holds index,
+// the last one starting at or before it: where TruncateFront(index) moves
+// the front.
+func segmentHolding(segs []segmentFile, index uint64) uint64 {
+	front := segs[0].index
+	for _, s := range segs {
+		if s.index <= index {
+			front = s.index
+		}
+	}
+	return front
+}
+
+func segmentStarts(segs []segmentFile) []uint64 {
+	starts := make([]uint64, len(segs))
+	for i, s := range segs {
+		starts[i] = s.index
+	}
+	return starts
+}
+
+func mustReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func copyDir(t testing.TB, from, to string) {
 	t.Helper()
 	des, err := os.ReadDir(from)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/wal"
@@ -72,9 +73,16 @@ type Entry struct {
 // Log is one partition's segmented, append-only log. Its entries have
 // contiguous indexes starting at 1.
 //
-// A Log has one owner goroutine: Append, Replay, TruncateFront, Recover
-// and Close must not run concurrently. FirstIndex, LastIndex, Poisoned
-// and Dir may be called from any goroutine.
+// A Log has one owner goroutine: Append, Replay, Recover and Close must
+// not run concurrently. TruncateFront, the snapshot calls, FirstIndex,
+// LastIndex, Poisoned and Dir may be called from any goroutine (Close
+// must still come after them).
+//
+// Invariant: nothing in this package calls wal's Read, TruncateFront or
+// TruncateBack (TestWALUse checks), nor asks its FirstIndex but right after
+// wal.Open. TruncateFront removes segment files behind the open wal handle,
+// which is safe only because, without those calls, wal touches nothing but
+// its last segment.
 type Log struct {
 	dir    string
 	opts   Options
@@ -89,8 +97,14 @@ type Log struct {
 
 	// tailStart and tailSize mirror wal's last segment (its first index
 	// and its size in bytes), to know when a batch creates a segment file.
-	tailStart uint64
+	// tailStart is atomic because TruncateFront reads it beside Append.
+	tailStart atomic.Uint64
 	tailSize  int64
+
+	// files serializes the code that removes or cuts segment files:
+	// TruncateFront, which may run beside the owner, against poisoning,
+	// recovery and Close on the owner.
+	files sync.Mutex
 
 	closed bool
 }
@@ -146,9 +160,11 @@ func (l *Log) openWAL() error {
 			w.Close()
 			return l.errorf("open: %w", err)
 		}
-		l.tailStart, l.tailSize = 1, 0
+		l.tailStart.Store(1)
+		l.tailSize = 0
 	} else {
-		l.tailStart, l.tailSize = segs[len(segs)-1].index, tailSize
+		l.tailStart.Store(segs[len(segs)-1].index)
+		l.tailSize = tailSize
 	}
 	first, err1 := w.FirstIndex()
 	last, err2 := w.LastIndex()
@@ -170,7 +186,7 @@ func (l *Log) walOptions() *wal.Options {
 		LogFormat:        wal.Binary,
 		SegmentCacheSize: 1,    // we never read through wal
 		NoCopy:           true, // nor copy
-		AllowEmpty:       true, // TruncateFront may remove every entry; a repaired tail may be empty
+		AllowEmpty:       true, // the only segment left may be empty: just cycled, repaired or cut back
 		DirPerms:         0o750,
 		FilePerms:        0o640,
 	}
@@ -229,7 +245,8 @@ func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 		// wal caches the segment it just closed; we never read it back.
 		l.wal.ClearCache()
 	}
-	l.tailStart, l.tailSize = tailStart, tailSize
+	l.tailStart.Store(tailStart)
+	l.tailSize = tailSize
 	l.last.Store(last)
 	return first, last, nil
 }
@@ -240,7 +257,7 @@ func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 // SegmentSize, and after any entry that brings it to SegmentSize.
 // TestTailPrediction checks it against the directory.
 func (l *Log) nextTail(entries []Entry, first uint64) (start uint64, size int64, created bool) {
-	start, size = l.tailStart, l.tailSize
+	start, size = l.tailStart.Load(), l.tailSize
 	limit := int64(l.opts.SegmentSize)
 	if size > limit {
 		start, size, created = first, 0, true
@@ -263,10 +280,10 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// FirstIndex returns the index of the first entry, or LastIndex()+1 when
-// the log holds no entries (1 for a new log, the next index after
-// TruncateFront removed everything). These are wal's values with its
-// AllowEmpty option.
+// FirstIndex returns the index of the first entry, where the oldest
+// segment file starts, or LastIndex()+1 when the log holds no entries (1
+// for a new log; after TruncateFront when the last segment was empty).
+// These are wal's values with its AllowEmpty option.
 func (l *Log) FirstIndex() uint64 { return l.first.Load() }
 
 // LastIndex returns the index of the last acknowledged entry, 0 when
@@ -275,25 +292,40 @@ func (l *Log) FirstIndex() uint64 { return l.first.Load() }
 func (l *Log) LastIndex() uint64 { return l.last.Load() }
 
 // Poisoned reports whether a write failed since the last successful
-// recovery. A poisoned log refuses nothing: Append and TruncateFront
-// recover first.
+// recovery. Append recovers a poisoned log first; TruncateFront refuses
+// until it has.
 func (l *Log) Poisoned() bool { return l.poisoned.Load() }
 
 // Dir returns the directory given to Open.
 func (l *Log) Dir() string { return l.dir }
 
-// TruncateFront removes every entry before index, so that the entry at
-// index becomes the first. index must be in [FirstIndex, LastIndex+1];
-// LastIndex+1 removes every entry (the indexes carry on). It syncs the
-// directory. It is meant for after a snapshot.
+// TruncateFront removes the whole segments before the one holding index:
+// every segment file all of whose entries come before index, but never the
+// last segment. It is meant for after a snapshot covering index-1. The
+// entries from the start of the segment holding index stay, so FirstIndex
+// becomes the first index of the oldest remaining segment, which may be
+// below index. index must be in [FirstIndex, LastIndex+1]. It writes no
+// data: it lists the directory, unlinks the files, oldest first, and syncs
+// the directory once if it removed any.
+//
+// A failed unlink or directory sync returns an error but does not poison
+// the handle: the files left are a contiguous run of segments ending at
+// the last one either way, FirstIndex names the oldest of them, and a
+// crash before the sync leaves such a run too, which Open accepts.
+//
+// Unlike the other methods, TruncateFront may run on another goroutine
+// while the owner appends: unlinking segments can take milliseconds each
+// (more on a filesystem mounted with discard), and commits need not wait
+// for it. It refuses a poisoned log, whose recovery is the owner's.
 func (l *Log) TruncateFront(index uint64) error {
+	l.files.Lock()
+	defer l.files.Unlock()
 	if l.closed {
 		return l.errorf("truncate front: %w", ErrClosed)
 	}
 	if l.poisoned.Load() {
-		if err := l.recover(); err != nil {
-			return l.errorf("truncate front refused, the log is still poisoned: %w", err)
-		}
+		// Recovery is the owner's, on its next Append.
+		return l.errorf("truncate front refused: the log is poisoned until the next append recovers it")
 	}
 	first, last := l.first.Load(), l.last.Load()
 	if index < first || index > last+1 {
@@ -302,20 +334,39 @@ func (l *Log) TruncateFront(index uint64) error {
 	if index == first {
 		return nil
 	}
-	if err := l.wal.TruncateFront(index); err != nil {
-		return l.poison(fmt.Errorf("truncate front to %d: %w", index, err))
+	st, err := readDirState(l.dir)
+	if err != nil {
+		return l.errorf("truncate front to %d: %w", index, err)
 	}
-	if err := syncDir(l.dir); err != nil {
-		return l.poison(fmt.Errorf("truncate front to %d: sync directory: %w", index, err))
+	if len(st.leftovers) > 0 {
+		// Open finished them and nothing writes them since: someone else
+		// is at work in the directory.
+		return l.errorf("truncate front to %d: unexpected files %v", index, st.leftovers)
 	}
-	l.first.Store(index)
-	if index > l.tailStart {
-		// wal rewrote the last segment from index on.
-		fi, err := os.Stat(filepath.Join(l.dir, segmentName(index)))
-		if err != nil {
-			return l.poison(fmt.Errorf("truncate front to %d: %w", index, err))
+	// Segment n can go when segment n+1 starts at or before index. The
+	// tail is never removed: wal writes to it.
+	segs := st.segments
+	n := 0
+	for n+1 < len(segs) && segs[n+1].index <= index && segs[n].index < l.tailStart.Load() {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	// Once open, wal only writes to and cycles its last segment; it opens
+	// older ones only to read or truncate, which Log never asks of it (see
+	// Log). So they can go behind its back: its list of segments goes
+	// stale (about 100 bytes and a path per segment created since Open),
+	// nothing consults it, and the next wal.Open lists the directory afresh.
+	for i, s := range segs[:n] {
+		if err := os.Remove(s.path); err != nil {
+			l.first.Store(s.index) // segs[:i] are gone
+			return l.errorf("truncate front to %d: remove segment %d of %d: %w", index, i+1, n, err)
 		}
-		l.tailStart, l.tailSize = index, fi.Size()
+	}
+	l.first.Store(segs[n].index)
+	if err := syncDir(l.dir); err != nil {
+		return l.errorf("truncate front to %d: sync directory: %w", index, err)
 	}
 	return nil
 }
@@ -324,6 +375,8 @@ func (l *Log) TruncateFront(index uint64) error {
 // files back to LastIndex, so that the failed batch cannot come back on
 // the next Open.
 func (l *Log) Close() error {
+	l.files.Lock()
+	defer l.files.Unlock()
 	if l.closed {
 		return l.errorf("close: %w", ErrClosed)
 	}

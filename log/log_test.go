@@ -1,7 +1,12 @@
 package log
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,8 +191,8 @@ func TestTailPrediction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tail.index != l.tailStart || fi.Size() != l.tailSize {
-			t.Fatalf("%s: tail is %s with %d bytes, Log thinks %s with %d", when, tail.name(), fi.Size(), segmentName(l.tailStart), l.tailSize)
+		if tail.index != l.tailStart.Load() || fi.Size() != l.tailSize {
+			t.Fatalf("%s: tail is %s with %d bytes, Log thinks %s with %d", when, tail.name(), fi.Size(), segmentName(l.tailStart.Load()), l.tailSize)
 		}
 	}
 	check("new")
@@ -218,11 +223,19 @@ func TestTailPrediction(t *testing.T) {
 	mustClose(t, l)
 }
 
+// TestTruncateFront checks that TruncateFront removes exactly the segment
+// files before the one holding its index, leaves the others byte for byte
+// and moves FirstIndex to the oldest one left, before and after a reopen.
 func TestTruncateFront(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions(t, 200)
 	l := mustOpen(t, dir, opts)
-	want := mustAppend(t, l, testEntries(0, 60))
+	all := mustAppend(t, l, testEntries(0, 60))
+	segs := segmentFiles(t, dir)
+	tail := segs[len(segs)-1]
+	if len(segs) < 6 || tail.index+1 > 60 {
+		t.Fatalf("segments start at %v; the test wants 6 or more, the last holding 2 or more entries", segmentStarts(segs))
+	}
 
 	for _, index := range []uint64{0, 61 + 1} {
 		if err := l.TruncateFront(index); !errors.Is(err, ErrInvalid) {
@@ -232,40 +245,169 @@ func TestTruncateFront(t *testing.T) {
 	if err := l.TruncateFront(1); err != nil { // already first
 		t.Fatal(err)
 	}
-	// Inside an older segment, then inside the tail, then everything.
-	for _, index := range []uint64{23, 58, 61} {
-		nsegs := len(segmentFiles(t, dir))
+	if got := segmentFiles(t, dir); len(got) != len(segs) {
+		t.Fatalf("TruncateFront(FirstIndex) removed segments: %v left", segmentStarts(got))
+	}
+	// Inside an older segment, at the start of one, inside the last one,
+	// past the last entry.
+	for _, index := range []uint64{segs[1].index + 1, segs[3].index, tail.index + 1, 61} {
+		before := segmentFiles(t, dir)
+		front := segmentHolding(before, index)
+		kept := map[string][]byte{}
+		for _, s := range before {
+			if s.index >= front {
+				kept[s.name()] = mustReadFile(t, s.path)
+			}
+		}
 		if err := l.TruncateFront(index); err != nil {
 			t.Fatalf("TruncateFront(%d): %v", index, err)
 		}
-		want = want[index-want[0].Index:]
-		if index < 58 && len(segmentFiles(t, dir)) >= nsegs {
-			t.Fatalf("TruncateFront(%d) removed no segment file", index)
+		after := segmentFiles(t, dir)
+		if len(after) != len(kept) || after[0].index != front {
+			t.Fatalf("TruncateFront(%d) left segments %v, want those from %d of %v", index, segmentStarts(after), front, segmentStarts(before))
+		}
+		for _, s := range after {
+			if !bytes.Equal(mustReadFile(t, s.path), kept[s.name()]) {
+				t.Fatalf("TruncateFront(%d) changed segment %s", index, s.name())
+			}
 		}
 		for _, reopen := range []bool{false, true} {
 			if reopen {
 				mustClose(t, l)
 				l = mustOpen(t, dir, opts)
 			}
-			if l.FirstIndex() != index || l.LastIndex() != 60 {
-				t.Fatalf("after TruncateFront(%d), reopen %v: FirstIndex %d LastIndex %d", index, reopen, l.FirstIndex(), l.LastIndex())
+			if l.FirstIndex() != front || l.LastIndex() != 60 {
+				t.Fatalf("after TruncateFront(%d), reopen %v: FirstIndex %d LastIndex %d, want %d and 60", index, reopen, l.FirstIndex(), l.LastIndex(), front)
 			}
-			checkRecords(t, "Replay(0)", replayAll(t, l, 0), want)
-			checkRecords(t, "Replay(first)", replayAll(t, l, index), want)
+			checkRecords(t, "Replay(0)", replayAll(t, l, 0), all[front-1:])
+			checkRecords(t, "Replay(index)", replayAll(t, l, index), all[min(index, 61)-1:])
 		}
-		if err := l.TruncateFront(index - 1); !errors.Is(err, ErrInvalid) {
-			t.Fatalf("TruncateFront(%d) below first: err = %v", index-1, err)
+		if err := l.TruncateFront(front - 1); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("TruncateFront(%d) below first: err = %v", front-1, err)
+		}
+		if err := l.TruncateFront(index); err != nil || l.FirstIndex() != front || len(segmentFiles(t, dir)) != len(after) {
+			t.Fatalf("TruncateFront(%d) again: err = %v, FirstIndex %d, %d segments; want a no-op", index, err, l.FirstIndex(), len(segmentFiles(t, dir)))
 		}
 	}
-	// The indexes carry on after an empty log.
-	want = mustAppend(t, l, testEntries(100, 4))
-	if want[0].Index != 61 {
-		t.Fatalf("first index after emptying the log = %d, want 61", want[0].Index)
+	// The last segment stays, with its entries, even past the last entry.
+	if got := segmentFiles(t, dir); len(got) != 1 || got[0].index != tail.index || l.FirstIndex() != tail.index {
+		t.Fatalf("after TruncateFront(61): segments %v, FirstIndex %d; want only the last, %d", segmentStarts(got), l.FirstIndex(), tail.index)
 	}
+	want := all[tail.index-1:]
+	more := mustAppend(t, l, testEntries(100, 4))
+	if more[0].Index != 61 {
+		t.Fatalf("first index after truncating = %d, want 61", more[0].Index)
+	}
+	want = append(want, more...)
 	mustClose(t, l)
 	l = mustOpen(t, dir, opts)
 	checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
+
+	// When the last segment is empty, truncating past the last entry
+	// empties the log; the indexes carry on.
+	for l.tailSize != 0 {
+		mustAppend(t, l, testEntries(200, 1))
+	}
+	last := l.LastIndex()
+	if err := l.TruncateFront(last + 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			mustClose(t, l)
+			l = mustOpen(t, dir, opts)
+		}
+		if l.FirstIndex() != last+1 || l.LastIndex() != last {
+			t.Fatalf("emptied log, reopen %v: FirstIndex %d LastIndex %d, want %d and %d", reopen, l.FirstIndex(), l.LastIndex(), last+1, last)
+		}
+		if rs := replayAll(t, l, 0); len(rs) != 0 {
+			t.Fatalf("emptied log, reopen %v: replayed %v", reopen, clip(rs))
+		}
+	}
+	want = mustAppend(t, l, testEntries(300, 2))
 	mustClose(t, l)
+	l = mustOpen(t, dir, opts)
+	checkRecords(t, "Replay after emptying", replayAll(t, l, 0), want)
+	mustClose(t, l)
+}
+
+// TestWALUse holds the invariant TruncateFront relies on (see Log): the
+// package never calls wal's reads or truncations, which would open the
+// segment files it removes behind wal's back. No file of the package calls
+// a method of these names on anything, so none calls them on wal.
+func TestWALUse(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	banned := map[string]bool{"Read": true, "TruncateFront": true, "TruncateBack": true}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && banned[sel.Sel.Name] {
+					t.Errorf("%s: call to %s: Log's TruncateFront removes segment files behind wal, which holds only while nothing reads or truncates through it", fset.Position(call.Pos()), sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d files of the package, want them all", checked)
+	}
+}
+
+// TestInterruptedTruncateFront removes the oldest segment files by hand, as
+// a crash part way through TruncateFront can leave them (it removes them
+// oldest first): Open takes the oldest file left as the front.
+func TestInterruptedTruncateFront(t *testing.T) {
+	base := t.TempDir()
+	opts := testOptions(t, 150)
+	l := mustOpen(t, base, opts)
+	all := mustAppend(t, l, testEntries(0, 40))
+	mustClose(t, l)
+	segs := segmentFiles(t, base)
+	if len(segs) < 4 {
+		t.Fatalf("want 4 or more segments, have %d", len(segs))
+	}
+	for _, removed := range []int{1, 2, len(segs) - 1} {
+		t.Run(fmt.Sprintf("%d of %d removed", removed, len(segs)), func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, base, dir)
+			for _, s := range segs[:removed] {
+				if err := os.Remove(filepath.Join(dir, s.name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			front := segs[removed].index
+			if rep, err := Inspect(dir, nil); err != nil || rep.FirstIndex != front || rep.LastIndex != 40 {
+				t.Fatalf("Inspect = %+v, %v; want indexes %d-40", rep, err, front)
+			}
+			l := mustOpen(t, dir, opts)
+			if l.FirstIndex() != front || l.LastIndex() != 40 {
+				t.Fatalf("FirstIndex %d LastIndex %d, want %d and 40", l.FirstIndex(), l.LastIndex(), front)
+			}
+			want := all[front-1:]
+			checkRecords(t, "Replay(FirstIndex)", replayAll(t, l, l.FirstIndex()), want)
+			want = append(want, mustAppend(t, l, testEntries(40, 3))...)
+			if err := l.TruncateFront(front); err != nil {
+				t.Fatal(err)
+			}
+			mustClose(t, l)
+			l = mustOpen(t, dir, opts)
+			checkRecords(t, "Replay after append and reopen", replayAll(t, l, 0), want)
+			mustClose(t, l)
+		})
+	}
 }
 
 func TestRecoverHealthy(t *testing.T) {
@@ -313,5 +455,56 @@ func TestCutBack(t *testing.T) {
 		}
 		mustAppend(t, l, testEntries(50, 2))
 		mustClose(t, l)
+	}
+}
+
+// TestTruncateFrontBesideAppend runs TruncateFront on another goroutine
+// while the owner appends across segment boundaries (under -race).
+func TestTruncateFrontBesideAppend(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{Partition: testPartition, SegmentSize: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error)
+	go func() {
+		for i := 0; i < 200; i++ {
+			if _, _, err := l.Append(testEntries(i*3, 3)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	truncated := 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+			if last := l.LastIndex(); last > 10 {
+				if err := l.TruncateFront(last - 5); err != nil {
+					t.Fatal(err)
+				}
+				truncated++
+			}
+		}
+	}
+	if truncated == 0 || l.FirstIndex() == 1 {
+		t.Fatalf("nothing truncated (%d calls, FirstIndex %d)", truncated, l.FirstIndex())
+	}
+	var got []record
+	if err := l.Replay(l.FirstIndex(), func(i uint64, typ byte, p []byte) error {
+		got = append(got, record{i, typ, string(p)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got[len(got)-1].Index != 600 || got[0].Index != l.FirstIndex() {
+		t.Fatalf("replay from %d gave %d..%d", l.FirstIndex(), got[0].Index, got[len(got)-1].Index)
 	}
 }

@@ -13,6 +13,8 @@ import (
 // crash before Recover cannot bring the failed batch back. Recover
 // repeats the cut and reopens.
 func (l *Log) poison(cause error) error {
+	l.files.Lock()
+	defer l.files.Unlock()
 	l.poisoned.Store(true)
 	err := l.errorf("%w", cause)
 	l.logger.Error("log: write or sync failed, the handle is poisoned until it recovers",
@@ -25,10 +27,6 @@ func (l *Log) poison(cause error) error {
 	}
 	if rerr := restoreFiles(l.dir, l.last.Load(), l.opts.Partition); rerr != nil {
 		l.logger.Warn("log: cut back after the failed write failed, will retry on recovery", "err", rerr.Error())
-	} else if st, rerr := readDirState(l.dir); rerr == nil && len(st.segments) > 0 {
-		// A failed TruncateFront may have moved the front (restoreFiles
-		// finished it); Replay must start there.
-		l.first.Store(st.segments[0].index)
 	}
 	return err
 }
@@ -49,6 +47,8 @@ func (l *Log) Recover() error {
 }
 
 func (l *Log) recover() error {
+	l.files.Lock()
+	defer l.files.Unlock()
 	wasPoisoned := l.poisoned.Swap(true) // true until the reopen below succeeds
 	if l.wal != nil {
 		if err := l.wal.Close(); err != nil {

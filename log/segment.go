@@ -26,9 +26,11 @@ func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
 // dirState is a log directory as wal.Open sees it. wal truncates through
 // temporary files (a .TEMP written and synced, renamed to .START or .END,
 // older segments removed, then renamed to the plain name) and wal.Open
-// finishes a truncation that a crash interrupted. dirState mirrors that
-// logic of wal v1.2.1 (Log.load), so that tail repair and Inspect look at
-// the file that will really be the last segment.
+// finishes a truncation that a crash interrupted. This package no longer
+// truncates through wal, but a directory written by an older version may
+// hold such files. dirState mirrors that logic of wal v1.2.1 (Log.load), so
+// that tail repair and Inspect look at the file that will really be the
+// last segment.
 type dirState struct {
 	segments  []segmentFile // the segments once the truncation is finished, in index order, at their current paths
 	remove    []string      // paths that finishing deletes

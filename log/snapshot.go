@@ -35,7 +35,7 @@ const (
 	// snapSyncEvery bounds the dirty bytes of a snapshot being written:
 	// syncing as it goes keeps one huge write-back from holding up the
 	// log's own fsyncs.
-	snapSyncEvery = 8 << 20
+	snapSyncEvery = 1 << 20
 )
 
 func snapshotName(index uint64) string { return fmt.Sprintf("%s%020d", snapPrefix, index) }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestWriteFailure(t *testing.T) {
 	if os.Getenv(writeFailureEnv) != "" {
 		t.Skip("this is the child")
 	}
-	for _, scenario := range []string{"within segment", "before cycle", "after cycle", "close while poisoned", "truncate front"} {
+	for _, scenario := range []string{"within segment", "before cycle", "after cycle", "close while poisoned", "truncate front while poisoned"} {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFailureChild$", "-test.v", "-test.count=1")
@@ -183,26 +184,38 @@ func TestWriteFailureChild(t *testing.T) {
 			checkLog(l, "Replay after reopening a log closed while poisoned")
 		}
 
-	case "truncate front":
-		// wal writes the rest of the truncated segment to a new file,
-		// which the limit fails; the front must not move.
-		opts.SegmentSize = 1 << 20
+	case "truncate front while poisoned":
+		// TruncateFront refuses a poisoned log (recovery is the owner's);
+		// after Recover it only unlinks files: it needs no file size
+		// budget, so it works with the limit at 0, where every write fails.
+		opts.SegmentSize = 6 * entrySize
 		l = mustOpen(t, dir, opts)
-		for range 200 {
-			appendOK(l, batchOf(100))
+		for range 20 {
+			appendOK(l, batchOf(payloadSize))
 		}
-		setLimit(4 << 10)
-		if err := l.TruncateFront(50); !errors.Is(err, syscall.EFBIG) || !l.Poisoned() || l.FirstIndex() != 1 {
-			t.Fatalf("TruncateFront past the limit: err = %v, Poisoned %v, FirstIndex %d", err, l.Poisoned(), l.FirstIndex())
+		if got := segmentStarts(segmentFiles(t, dir)); !slices.Equal(got, []uint64{1, 7, 13, 19}) {
+			t.Fatalf("segments start at %v, want 1, 7, 13, 19", got)
 		}
-		sawFailure = true
-		checkLog(l, "Replay after a failed TruncateFront")
-		checkFiles("files after a failed TruncateFront")
-		setLimit(orig.Max)
-		if err := l.TruncateFront(50); err != nil || l.Poisoned() || l.FirstIndex() != 50 {
-			t.Fatalf("TruncateFront: err = %v, Poisoned %v, FirstIndex %d", err, l.Poisoned(), l.FirstIndex())
+		setLimit(20 * entrySize)
+		appendFails(l, batchOf(payloadSize, 30*entrySize))
+		if err := l.TruncateFront(16); err == nil || !l.Poisoned() || l.FirstIndex() != 1 {
+			t.Fatalf("TruncateFront(16) on a poisoned log: err = %v, Poisoned %v, FirstIndex %d; want a refusal", err, l.Poisoned(), l.FirstIndex())
 		}
-		want = want[49:]
+		if err := l.Recover(); err != nil {
+			t.Fatal(err)
+		}
+		setLimit(0)
+		if err := l.TruncateFront(16); err != nil || l.Poisoned() || l.FirstIndex() != 13 {
+			t.Fatalf("TruncateFront(16) after Recover: err = %v, Poisoned %v, FirstIndex %d; want 13", err, l.Poisoned(), l.FirstIndex())
+		}
+		want = want[12:]
+		if got := segmentStarts(segmentFiles(t, dir)); !slices.Equal(got, []uint64{13, 19}) {
+			t.Fatalf("segments start at %v after TruncateFront(16), want 13, 19", got)
+		}
+		checkLog(l, "Replay after TruncateFront")
+		checkFiles("files after TruncateFront")
+		// The limit was in force all along.
+		appendFails(l, batchOf(payloadSize))
 
 	default:
 		t.Fatalf("unknown scenario %q", scenario)
