@@ -133,8 +133,12 @@ func (c *Coordinator) loadAll() {
 	}()
 }
 
-func (c *Coordinator) partitionDir(id int) string {
-	return filepath.Join(c.dir, fmt.Sprintf("p%04d", id))
+func (c *Coordinator) partitionDir(id int) string { return PartitionDir(c.dir, id) }
+
+// PartitionDir returns where partition i of data directory dir keeps its
+// log and snapshots, for tools that read a data directory.
+func PartitionDir(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("p%04d", i))
 }
 
 // Ready reports whether every partition has loaded.

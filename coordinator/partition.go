@@ -54,6 +54,7 @@ type partition struct {
 	buf      *bytebufferpool.ByteBuffer
 	batchGen map[string]int32  // highest generation in the pending batch, per group
 	topics   map[string]string // interned topic names
+	view     recordView        // the record being applied
 
 	changed *signal // fires after every applied batch
 
@@ -240,87 +241,50 @@ func (p *partition) flush() {
 }
 
 // apply changes the tables by one durable record. Replay and the live path
-// share it, so what a restart rebuilds is exactly what was served.
+// share it, so what a restart rebuilds is exactly what was served. The
+// record is decoded and checked whole before the tables change.
 func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload []byte) error {
-	d := decoder{b: payload}
+	r := &p.view
+	if err := r.decode(typ, payload); err != nil {
+		return err
+	}
 	switch typ {
-	case recCommit:
-		group := w.GroupName(d.bytes())
-		gen := d.int32()
-		commitTime := d.int()
-		n := d.int()
-		if n < 0 || n > MaxOffsetsPerCommit {
-			d.bad = true
+	case recCommit, recSnapGroup:
+		group := w.GroupName(r.group)
+		version := index
+		if typ == recSnapGroup {
+			version = r.version
 		}
-		for i := int64(0); i < n && !d.bad; i++ {
-			topic := p.topic(d.bytes())
-			part := d.int32()
-			off := d.int()
-			epoch := d.int32()
-			md := d.bytes()
-			if d.bad {
-				break
-			}
-			w.Put(group, index, cache.TopicPartition{Topic: topic, Partition: part},
-				cache.Offset{Offset: off, LeaderEpoch: epoch, Metadata: string(md), CommitTime: commitTime})
+		for _, o := range r.offsets {
+			w.Put(group, version, cache.TopicPartition{Topic: p.topic(o.topic), Partition: o.partition},
+				cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: string(o.metadata), CommitTime: o.commitTime})
 		}
-		if gen >= 0 {
-			w.SetGeneration(group, gen)
+		if typ == recSnapGroup {
+			w.SetInfo(group, version, r.lastCommit, r.generation)
+		} else if r.generation >= 0 {
+			w.SetGeneration(group, r.generation)
 		}
 	case recDeleteOffsets:
-		group := d.bytes()
-		n := d.int()
-		for i := int64(0); i < n && !d.bad; i++ {
-			topic := d.bytes()
-			part := d.int32()
-			if !d.bad {
-				w.Delete(string(group), index, cache.TopicPartition{Topic: string(topic), Partition: part})
-			}
+		for _, o := range r.offsets {
+			w.Delete(string(r.group), index, cache.TopicPartition{Topic: string(o.topic), Partition: o.partition})
 		}
 	case recDeleteGroup:
-		w.DeleteGroup(string(d.bytes()))
+		w.DeleteGroup(string(r.group))
 	case recExpireGroups:
-		n := d.int()
-		for i := int64(0); i < n && !d.bad; i++ {
-			w.DeleteGroup(string(d.bytes()))
+		for _, g := range r.groups {
+			w.DeleteGroup(string(g))
 		}
-	case recSnapGroup:
-		group := w.GroupName(d.bytes())
-		version := uint64(d.int())
-		lastCommit := d.int()
-		gen := d.int32()
-		n := d.int()
-		for i := int64(0); i < n && !d.bad; i++ {
-			topic := p.topic(d.bytes())
-			part := d.int32()
-			off := d.int()
-			epoch := d.int32()
-			md := d.bytes()
-			at := d.int()
-			if !d.bad {
-				w.Put(group, version, cache.TopicPartition{Topic: topic, Partition: part},
-					cache.Offset{Offset: off, LeaderEpoch: epoch, Metadata: string(md), CommitTime: at})
-			}
-		}
-		w.SetInfo(group, version, lastCommit, gen)
 	case recMapping:
 		var m statictopic.Mapping
-		if err := json.Unmarshal(payload, &m); err != nil {
+		if err := json.Unmarshal(r.mapping, &m); err != nil {
 			return fmt.Errorf("%w: mapping record: %v", ErrCorrupt, err)
 		}
 		p.mappings.Put(m)
-		return nil
 	case recGlobalRead:
-		scope := d.bytes()
-		on := d.int()
-		if !d.bad {
-			p.switches.SetGlobalRead(string(scope), on == 1)
-			p.switched.fire()
-		}
-	default:
-		return fmt.Errorf("%w: unknown record type %d", ErrCorrupt, typ)
+		p.switches.SetGlobalRead(string(r.scope), r.enabled)
+		p.switched.fire()
 	}
-	return d.err(typ)
+	return nil
 }
 
 // topic interns a topic name: groups share a few topics, so each name is

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/binary"
+	"encoding/json"
 
 	"errors"
 	"fmt"
@@ -161,4 +162,184 @@ func encodeExpireGroups(dst []byte, groups []string) []byte {
 		e.string(g)
 	}
 	return e.b
+}
+
+// recordView is one record decoded in place: its byte slices alias the
+// payload and its slices are reused from record to record, so decoding
+// allocates nothing once warm. Replay, the live path and DecodeRecord all
+// read records through it: there is one decoder for the format, and a
+// record is checked whole before anything is applied.
+type recordView struct {
+	typ        byte
+	group      []byte
+	generation int32        // commit, snapshot group
+	version    uint64       // snapshot group
+	lastCommit int64        // snapshot group
+	offsets    []offsetView // commit, snapshot group; delete offsets (topic and partition)
+	groups     [][]byte     // expire groups
+	scope      []byte       // global read
+	enabled    bool         // global read
+	mapping    []byte       // mapping, as JSON
+}
+
+type offsetView struct {
+	topic       []byte
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    []byte
+	commitTime  int64
+}
+
+// maxRecordItems bounds the counts a record may claim, so a damaged count
+// cannot make the decoder allocate without limit.
+const maxRecordItems = 1 << 20
+
+func (r *recordView) decode(typ byte, payload []byte) error {
+	d := decoder{b: payload}
+	r.typ = typ
+	r.offsets = r.offsets[:0]
+	r.groups = r.groups[:0]
+	count := func() int {
+		n := d.int()
+		if n < 0 || n > maxRecordItems {
+			d.bad = true
+			return 0
+		}
+		return int(n)
+	}
+	switch typ {
+	case recCommit:
+		r.group = d.bytes()
+		r.generation = d.int32()
+		commitTime := d.int()
+		for range count() {
+			o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: commitTime}
+			if d.bad {
+				break
+			}
+			r.offsets = append(r.offsets, o)
+		}
+	case recSnapGroup:
+		r.group = d.bytes()
+		r.version = uint64(d.int())
+		r.lastCommit = d.int()
+		r.generation = d.int32()
+		for range count() {
+			o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: d.int()}
+			if d.bad {
+				break
+			}
+			r.offsets = append(r.offsets, o)
+		}
+	case recDeleteOffsets:
+		r.group = d.bytes()
+		for range count() {
+			o := offsetView{topic: d.bytes(), partition: d.int32()}
+			if d.bad {
+				break
+			}
+			r.offsets = append(r.offsets, o)
+		}
+	case recDeleteGroup:
+		r.group = d.bytes()
+	case recExpireGroups:
+		for range count() {
+			g := d.bytes()
+			if d.bad {
+				break
+			}
+			r.groups = append(r.groups, g)
+		}
+	case recGlobalRead:
+		r.scope = d.bytes()
+		on := d.int()
+		if on != 0 && on != 1 {
+			d.bad = true
+		}
+		r.enabled = on == 1
+	case recMapping:
+		if !json.Valid(payload) {
+			return fmt.Errorf("%w: mapping record is not JSON", ErrCorrupt)
+		}
+		r.mapping = payload
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown record type %d", ErrCorrupt, typ)
+	}
+	return d.err(typ)
+}
+
+// recordTypeNames name the record types for people.
+var recordTypeNames = map[byte]string{
+	recCommit:        "commit",
+	recDeleteOffsets: "delete_offsets",
+	recDeleteGroup:   "delete_group",
+	recMapping:       "mapping",
+	recGlobalRead:    "global_read",
+	recSnapGroup:     "snapshot_group",
+	recExpireGroups:  "expire_groups",
+}
+
+// RecordTypeName names a record type ("commit", "mapping", ...), or returns
+// "" for a type offsetd does not write.
+func RecordTypeName(typ byte) string { return recordTypeNames[typ] }
+
+// Record is one log or snapshot record, decoded for tools that show a data
+// directory (offsetd dump). Fields a type does not have are left empty.
+type Record struct {
+	Type       string          `json:"type"`
+	Group      string          `json:"group,omitempty"`
+	Groups     []string        `json:"groups,omitempty"`
+	Generation *int32          `json:"generation,omitempty"`
+	Version    uint64          `json:"version,omitempty"`
+	LastCommit int64           `json:"lastCommit,omitempty"`
+	Offsets    []RecordOffset  `json:"offsets,omitempty"`
+	Scope      string          `json:"scope,omitempty"`
+	Enabled    *bool           `json:"enabled,omitempty"`
+	Mapping    json.RawMessage `json:"mapping,omitempty"`
+}
+
+// RecordOffset is one offset of a Record; a delete names only the topic
+// and partition.
+type RecordOffset struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      *int64 `json:"offset,omitempty"`
+	LeaderEpoch *int32 `json:"leaderEpoch,omitempty"`
+	Metadata    string `json:"metadata,omitempty"`
+	CommitTime  int64  `json:"commitTime,omitempty"`
+}
+
+// DecodeRecord decodes a record of a log or snapshot file, as read by
+// log.Inspect or log.ReadSnapshotFile. Damage is an ErrCorrupt error.
+func DecodeRecord(typ byte, payload []byte) (Record, error) {
+	var v recordView
+	if err := v.decode(typ, payload); err != nil {
+		return Record{}, err
+	}
+	r := Record{Type: RecordTypeName(typ), Group: string(v.group), Scope: string(v.scope), Version: v.version, LastCommit: v.lastCommit}
+	switch typ {
+	case recCommit, recSnapGroup:
+		gen := v.generation
+		r.Generation = &gen
+	case recGlobalRead:
+		on := v.enabled
+		r.Enabled = &on
+	case recMapping:
+		r.Mapping = json.RawMessage(v.mapping)
+	}
+	for _, g := range v.groups {
+		r.Groups = append(r.Groups, string(g))
+	}
+	for _, o := range v.offsets {
+		ro := RecordOffset{Topic: string(o.topic), Partition: o.partition}
+		if typ != recDeleteOffsets {
+			off, epoch := o.offset, o.leaderEpoch
+			ro.Offset, ro.LeaderEpoch = &off, &epoch
+			ro.Metadata, ro.CommitTime = string(o.metadata), o.commitTime
+		}
+		r.Offsets = append(r.Offsets, ro)
+	}
+	return r, nil
 }

@@ -40,6 +40,10 @@ const (
 
 func snapshotName(index uint64) string { return fmt.Sprintf("%s%020d", snapPrefix, index) }
 
+// SnapshotPath returns the path of the snapshot covering index in the log
+// directory dir.
+func SnapshotPath(dir string, index uint64) string { return filepath.Join(dir, snapshotName(index)) }
+
 // SnapshotWriter writes one snapshot file. It touches no file of the log,
 // so it may run on any goroutine while the log's owner goes on appending.
 type SnapshotWriter struct {

@@ -19,32 +19,11 @@ import (
 	"github.com/offsetd/offsetd/log"
 )
 
-// Record types of the coordinator's log frames (coordinator/record.go; they
-// never change).
-var recordTypes = map[byte]string{
-	1: "commit",
-	2: "delete_offsets",
-	3: "delete_group",
-	4: "mapping",
-	5: "global_read",
-	6: "snapshot_group", // in snapshot files only
-	7: "expire_groups",
-}
-
-const (
-	recordMapping    = 4
-	maxRecordType    = 7
-	snapshotFileName = "snap.%020d" // log/snapshot.go; never changes
+// partitionDir and snapshotPath name the files of a data directory.
+var (
+	partitionDir = coordinator.PartitionDir
+	snapshotPath = log.SnapshotPath
 )
-
-// partitionDir is where the coordinator keeps partition i of dir.
-func partitionDir(dir string, i int) string {
-	return filepath.Join(dir, fmt.Sprintf("p%04d", i))
-}
-
-func snapshotPath(pdir string, index uint64) string {
-	return filepath.Join(pdir, fmt.Sprintf(snapshotFileName, index))
-}
 
 // openDataDir parses the arguments of verify and dump (DIR after the
 // flags) and returns the directory and its partition count.
@@ -181,39 +160,39 @@ func verifySnapshots(out io.Writer, pdir string) int {
 // typeCounts formats record counts by type: ", commit 3, mapping 1".
 func typeCounts(counts map[byte]int) string {
 	var b strings.Builder
-	for typ := byte(1); typ <= maxRecordType; typ++ {
-		if counts[typ] > 0 {
-			fmt.Fprintf(&b, ", %s %d", recordTypes[typ], counts[typ])
+	for typ := range 256 {
+		if n := counts[byte(typ)]; n > 0 {
+			name := coordinator.RecordTypeName(byte(typ))
+			if name == "" {
+				name = fmt.Sprintf("type%d", typ)
+			}
+			fmt.Fprintf(&b, ", %s %d", name, n)
 		}
 	}
 	return b.String()
 }
 
-// checkRecord checks what it can of a record's payload without the
-// coordinator's decoder: a known type, and mapping JSON that parses.
+// checkRecord decodes a record with the coordinator's own decoder and
+// says what is wrong with it, if anything.
 func checkRecord(typ byte, payload []byte) string {
-	if _, ok := recordTypes[typ]; !ok {
-		return fmt.Sprintf("unknown record type %d", typ)
-	}
-	if typ == recordMapping && !json.Valid(payload) {
-		return "mapping record is not JSON"
+	if _, err := coordinator.DecodeRecord(typ, payload); err != nil {
+		return err.Error()
 	}
 	return ""
 }
 
 // dumpLine is one record of offsetd dump: a log entry (Index) or a record
-// of a snapshot file (Snapshot). Payload is base64 (encoding/json encodes
-// []byte so) except for mappings, whose payload is JSON and printed as
-// Mapping.
+// of a snapshot file (Snapshot), decoded; a record that does not decode is
+// printed as Error and its Payload (base64).
 type dumpLine struct {
-	Partition int             `json:"partition"`
-	Index     uint64          `json:"index,omitempty"`    // a log entry's index
-	Snapshot  uint64          `json:"snapshot,omitempty"` // for a snapshot's record, the index the snapshot covers
-	Type      string          `json:"type"`
-	TypeCode  byte            `json:"typeCode"`
-	Bytes     int             `json:"bytes"`
-	Mapping   json.RawMessage `json:"mapping,omitempty"`
-	Payload   []byte          `json:"payload,omitempty"`
+	Partition int    `json:"partition"`
+	Index     uint64 `json:"index,omitempty"`    // a log entry's index
+	Snapshot  uint64 `json:"snapshot,omitempty"` // for a snapshot's record, the index the snapshot covers
+	TypeCode  byte   `json:"typeCode"`
+	Bytes     int    `json:"bytes"`
+	coordinator.Record
+	Error   string `json:"error,omitempty"`
+	Payload []byte `json:"payload,omitempty"`
 }
 
 // dump prints every record of a data directory as a JSON line.
@@ -271,15 +250,18 @@ func dump(args []string, stdout, stderr io.Writer) int {
 }
 
 func newDumpLine(partition int, index, snapshot uint64, typ byte, payload []byte) dumpLine {
-	line := dumpLine{Partition: partition, Index: index, Snapshot: snapshot, Type: recordTypes[typ], TypeCode: typ, Bytes: len(payload)}
-	if line.Type == "" {
-		line.Type = "unknown"
-	}
-	if typ == recordMapping && json.Valid(payload) {
-		line.Mapping = payload
-	} else {
+	line := dumpLine{Partition: partition, Index: index, Snapshot: snapshot, TypeCode: typ, Bytes: len(payload)}
+	rec, err := coordinator.DecodeRecord(typ, payload)
+	if err != nil {
+		line.Type = coordinator.RecordTypeName(typ)
+		if line.Type == "" {
+			line.Type = "unknown"
+		}
+		line.Error = err.Error()
 		line.Payload = payload
+		return line
 	}
+	line.Record = rec
 	return line
 }
 

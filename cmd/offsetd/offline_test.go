@@ -57,22 +57,30 @@ func TestVerifyAndDump(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		var line struct {
-			Partition int             `json:"partition"`
-			Index     uint64          `json:"index"`
-			Type      string          `json:"type"`
-			Bytes     int             `json:"bytes"`
-			Mapping   json.RawMessage `json:"mapping"`
-			Payload   []byte          `json:"payload"`
+			Partition int               `json:"partition"`
+			Index     uint64            `json:"index"`
+			Type      string            `json:"type"`
+			Bytes     int               `json:"bytes"`
+			Group     string            `json:"group"`
+			Offsets   []json.RawMessage `json:"offsets"`
+			Scope     string            `json:"scope"`
+			Enabled   *bool             `json:"enabled"`
+			Mapping   json.RawMessage   `json:"mapping"`
+			Error     string            `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("dump line %q: %v", sc.Text(), err)
 		}
 		types[line.Type]++
 		switch {
+		case line.Error != "" || line.Bytes == 0:
+			t.Fatalf("line %s: not decoded", sc.Text())
 		case line.Type == "mapping" && !strings.Contains(string(line.Mapping), `"topic":"T"`):
 			t.Fatalf("mapping line %s", sc.Text())
-		case line.Type != "mapping" && len(line.Payload) != line.Bytes:
-			t.Fatalf("line %s: %d payload bytes, says %d", sc.Text(), len(line.Payload), line.Bytes)
+		case line.Type == "commit" && (line.Group != "g" || len(line.Offsets) != 1):
+			t.Fatalf("commit line %s", sc.Text())
+		case line.Type == "global_read" && (line.Scope != "c1" || line.Enabled == nil || !*line.Enabled):
+			t.Fatalf("global read line %s", sc.Text())
 		}
 	}
 	if types["commit"] != 3 || types["mapping"] != 1 || types["global_read"] != 1 || len(types) != 3 {
@@ -157,7 +165,7 @@ func TestVerifySnapshots(t *testing.T) {
 		}
 	}
 	out = mustRun(t, 0, nil, "dump", "-snapshots", data)
-	if !strings.Contains(out, `"snapshot":2,"type":"snapshot_group"`) || strings.Count(out, "\n") != 4 {
+	if !strings.Contains(out, `"snapshot":2,"typeCode":6,"bytes":23,"type":"snapshot_group","group":"g"`) || strings.Count(out, "\n") != 4 {
 		t.Fatalf("dump -snapshots:\n%s", out)
 	}
 
