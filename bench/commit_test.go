@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// commitWriters and commitParts are the grid every system is measured on:
+// how many goroutines commit at once, and how many partitions one commit
+// carries.
+var (
+	commitWriters = []int{1, 8, 64, 256}
+	commitParts   = []int{1, 16}
+)
+
+// BenchmarkCommit measures durable commits. writers goroutines commit at
+// once, each waiting for its acknowledgement before sending the next; a
+// commit carries parts partitions of one topic of one group, and consecutive
+// commits go to different groups (keySpace.commit). The store starts empty.
+//
+// ns/op is wall time per commit (the inverse of throughput); commits/s and
+// records/s (offsets) say the same as rates. p50-ns and p99-ns are the
+// latency a committer sees, for the durable systems.
+func BenchmarkCommit(b *testing.B) {
+	for _, sys := range systems {
+		for _, writers := range commitWriters {
+			for _, parts := range commitParts {
+				b.Run(fmt.Sprintf("sys=%s/writers=%d/parts=%d", sys.name, writers, parts), func(b *testing.B) {
+					benchCommit(b, sys, writers, parts)
+				})
+			}
+		}
+	}
+}
+
+func benchCommit(b *testing.B, sys system, writers, parts int) {
+	s, err := sys.open(b.TempDir(), writers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	ctx := context.Background()
+	// Writer w sends commits w, w+writers, w+2×writers, ... of the stream:
+	// b.N commits in all, without a shared counter.
+	latencies := make([][]time.Duration, writers)
+	commits := make([][]coordinator.OffsetCommit, writers)
+	for w := range writers {
+		commits[w] = make([]coordinator.OffsetCommit, parts)
+		if sys.durable {
+			latencies[w] = make([]time.Duration, 0, b.N/writers+1)
+		}
+	}
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for w := range writers {
+		wg.Go(func() {
+			dst := commits[w]
+			for n := w; n < b.N; n += writers {
+				group := workload.commit(dst, n)
+				var start time.Time
+				if sys.durable {
+					start = time.Now()
+				}
+				if err := s.Commit(ctx, group, dst); err != nil {
+					b.Errorf("commit %d: %v", n, err)
+					return
+				}
+				if sys.durable {
+					latencies[w] = append(latencies[w], time.Since(start))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	rate := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "commits/s")
+	b.ReportMetric(rate*float64(parts), "records/s")
+	if sys.durable {
+		all := slices.Concat(latencies...)
+		slices.Sort(all)
+		b.ReportMetric(float64(percentile(all, 0.50)), "p50-ns")
+		b.ReportMetric(float64(percentile(all, 0.99)), "p99-ns")
+	}
+}
+
+// percentile returns the p-th quantile of sorted samples (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}

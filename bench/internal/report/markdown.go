@@ -1,0 +1,86 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Meta is what the report needs to know beyond the benchmark output.
+type Meta struct {
+	// Date is when the run was made.
+	Date string
+	// Command is the command that made the run, to reproduce it.
+	Command string
+	// Raw is the path of the raw go test output, relative to RESULTS.md.
+	Raw string
+	// Chart is the path of the SVG chart, relative to RESULTS.md; empty
+	// to leave the chart out.
+	Chart string
+	// Benchstat is benchstat's output for the run, shown as it is; empty to
+	// leave it out.
+	Benchstat string
+}
+
+// WriteMarkdown writes RESULTS.md for a run.
+func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
+	cfg := func(key string) string {
+		if v := res.Config[key]; v != "" {
+			return v
+		}
+		return "unknown"
+	}
+	var b strings.Builder
+	b.WriteString("# offsetd benchmark results\n\n")
+	fmt.Fprintf(&b, "Written by `bench/run.sh` from the raw output in [`%s`](%s): do not edit by hand, run it again.\n\n", meta.Raw, meta.Raw)
+	fmt.Fprintf(&b, "- **Command:** `%s`\n", meta.Command)
+	fmt.Fprintf(&b, "- **Date:** %s\n", meta.Date)
+	fmt.Fprintf(&b, "- **Key space:** %s: %s groups × 8 topics × 16 partitions = %s keys\n", cfg("keyspace"), cfg("groups"), cfg("keys"))
+	fmt.Fprintf(&b, "- **Repeats:** every figure is the median of %d runs\n\n", res.Runs())
+
+	b.WriteString("## Machine\n\n| | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| CPU | %s |\n", cfg("cpu"))
+	fmt.Fprintf(&b, "| cores | %s |\n", cfg("cpus"))
+	fmt.Fprintf(&b, "| kernel | %s (%s/%s) |\n", cfg("kernel"), cfg("goos"), cfg("goarch"))
+	fmt.Fprintf(&b, "| filesystem of the data | %s |\n", cfg("fs"))
+	fmt.Fprintf(&b, "| Go | %s |\n\n", cfg("go"))
+
+	b.WriteString("## Medians and ratios\n\n")
+	b.WriteString("Each row is one metric of one case; ↑ marks a metric where more is better, ↓ one where less is. ")
+	b.WriteString("A ratio is offsetd's median divided by the other system's on that row: on a ↑ row above 1 means offsetd is ahead, on a ↓ row below 1 does. ")
+	b.WriteString("The floor is floor-group for commits (one flusher appends everything waiting, one fdatasync per batch) and memory (a Go map) for reads. ")
+	b.WriteString("Commit throughput counts every committer together; p50 and p99 latency are what one committer waits for its ack.\n\n")
+	if err := WriteTable(&b, res); err != nil {
+		return err
+	}
+
+	b.WriteString("\n## Targets (issue #5)\n\n")
+	if ks := res.Config["keyspace"]; ks != "large" {
+		fmt.Fprintf(&b, "This run used the %s key space; the targets are set for the large one (`bench/run.sh --full`), so read these as hints.\n\n", cfg("keyspace"))
+	}
+	if err := WriteTargets(&b, res); err != nil {
+		return err
+	}
+
+	if meta.Chart != "" {
+		b.WriteString("\n## Commit throughput against concurrency\n\n")
+		fmt.Fprintf(&b, "![Durable commits per second against concurrent committers, per system](%s)\n", meta.Chart)
+	}
+
+	b.WriteString("\n## How each system is made durable\n\n")
+	b.WriteString("- **offsetd**: default options; each partition's writer appends everything queued as one log write and fsyncs it before acknowledging any of it.\n")
+	b.WriteString("- **pebble**: default options; each commit is a batch committed with `pebble.Sync` (Pebble syncs its WAL before returning, sharing one sync among concurrent commits).\n")
+	b.WriteString("- **bbolt**: default options (each transaction fdatasyncs its pages, then its meta page); one committer uses `db.Update`, several use `db.Batch` (default 1000 calls or 10 ms per batch).\n")
+	b.WriteString("- **floor-group**: the batch floor: one flusher appends everything waiting with one write and one fdatasync, then acks it all.\n")
+	b.WriteString("- **floor-prealloc**: floor-group overwriting preallocated, already-synced space instead of appending (as Pebble recycles its WAL files): the most any log with one flusher can do on this disk.\n")
+	b.WriteString("- **floor-sync**: each commit is appended to a file and fdatasynced before the next (committers take turns).\n")
+	b.WriteString("- **memory**: a Go map under a mutex; not durable, the bound for reads and for work done in memory.\n")
+
+	if meta.Benchstat != "" {
+		b.WriteString("\n## benchstat\n\n<details><summary>benchstat output for the same run</summary>\n\n```\n")
+		b.WriteString(strings.TrimRight(meta.Benchstat, "\n"))
+		b.WriteString("\n```\n\n</details>\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package bench
+
+import (
+	"os"
+	"runtime"
+)
+
+// fdatasync falls back to fsync where fdatasync does not exist.
+func fdatasync(f *os.File) error { return f.Sync() }
+
+// allocatedBytes returns fi's size: block counts are not portable.
+func allocatedBytes(fi os.FileInfo) int64 { return fi.Size() }
+
+// filesystem is unknown outside Linux.
+func filesystem(string) string { return "unknown" }
+
+// kernelRelease names the operating system only.
+func kernelRelease() string { return runtime.GOOS }

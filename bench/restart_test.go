@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// restartWrites is how many times the restart benchmark writes every key
+// before it restarts: the log holds that much history.
+const restartWrites = 6
+
+// BenchmarkRestart measures a restart: the time from opening a store that
+// holds the whole key space, each key written restartWrites times, to its
+// first correct Fetch. offsetd runs with its default options, so it restarts
+// as a user's would: today by replaying every log entry, and from a snapshot
+// and the log's tail once snapshots exist and are on by default.
+//
+// Besides ns/op (open to first fetch), it reports the Go heap held after the
+// open, per live key and in all (for Pebble, plus the block cache and
+// memtables it allocates outside the Go heap), the disk the store takes, and
+// for offsetd how many log entries it replayed.
+//
+// The store's files are in the page cache, as after a process restart;
+// offsetd's replay is CPU-bound, so a cold cache changes little for it.
+func BenchmarkRestart(b *testing.B) {
+	for _, sys := range systems {
+		if sys.load == nil || !sys.reads {
+			continue
+		}
+		b.Run(fmt.Sprintf("sys=%s/writes=%d", sys.name, restartWrites), func(b *testing.B) {
+			benchRestart(b, sys, restartWrites)
+		})
+	}
+}
+
+func benchRestart(b *testing.B, sys system, writes int) {
+	dir := loadedDir(b, sys, writes)
+	keys := workload.keys()
+	step := stride % keys
+	var heap uint64
+	replayed := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	for i := range b.N {
+		probe := (i + 1) * step % keys
+		group, topic, partition := workload.key(probe)
+		before := liveHeap()
+
+		b.StartTimer()
+		s, err := sys.open(dir, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, ok, err := s.(reader).Fetch(group, topic, partition)
+		if errors.Is(err, coordinator.ErrLoading) {
+			// Options that load in the background answer "loading" until
+			// the partition is ready: wait, then fetch again.
+			if w, canWait := s.(interface{ WaitReady(context.Context) error }); canWait {
+				if err = w.WaitReady(context.Background()); err == nil {
+					o, ok, err = s.(reader).Fetch(group, topic, partition)
+				}
+			}
+		}
+		b.StopTimer()
+
+		if err != nil || !ok {
+			b.Fatalf("first fetch after open: ok %v, err %v", ok, err)
+		}
+		if err := checkOffset(o, probe, writes-1); err != nil {
+			b.Fatal(err)
+		}
+		after := liveHeap()
+		if oh, ok := s.(offHeap); ok {
+			after += oh.offHeapBytes()
+		}
+		if after > before {
+			heap += after - before
+		}
+		if r, ok := s.(interface{ replayed() int }); ok {
+			replayed += r.replayed()
+		}
+		runtime.KeepAlive(s)
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	disk, err := diskUsage(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	perRestart := float64(heap) / float64(b.N)
+	b.ReportMetric(perRestart/float64(keys), "heap-B/key")
+	b.ReportMetric(perRestart/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(disk)/float64(keys), "disk-B/key")
+	b.ReportMetric(float64(disk)/(1<<20), "disk-MiB")
+	if replayed > 0 {
+		b.ReportMetric(float64(replayed)/float64(b.N), "replayed/op")
+	}
+}
