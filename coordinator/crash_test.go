@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/offsetd/offsetd/statictopic"
 )
 
 var crashCycles = flag.Int("crash.cycles", 20, "kill cycles of TestCrash")
@@ -20,6 +22,7 @@ var crashCycles = flag.Int("crash.cycles", 20, "kill cycles of TestCrash")
 const (
 	crashDirEnv     = "OFFSETD_CRASH_DIR"
 	crashBaseEnv    = "OFFSETD_CRASH_BASE" // first offset of the cycle, above all earlier ones
+	crashTopic      = "crash-topic"
 	crashWriters    = 16
 	crashPartitions = 4
 	// Each commit writes the same offset to crashParts partitions of one
@@ -57,6 +60,7 @@ func TestCrash(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
 	acked := make([]crashState, crashWriters)
+	var mapEpoch int64 // the newest acknowledged static-topic epoch
 	for cycle := range *crashCycles {
 		killAfter := 1 + rng.IntN(1500)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
@@ -77,6 +81,13 @@ func TestCrash(t *testing.T) {
 			if !ok {
 				continue
 			}
+			if op == "map" {
+				if off <= mapEpoch {
+					t.Fatalf("cycle %d: epoch %d acknowledged after %d", cycle, off, mapEpoch)
+				}
+				mapEpoch = off
+				continue
+			}
 			if off < acked[w].offset {
 				t.Fatalf("cycle %d: writer %d acknowledged %d after %d", cycle, w, off, acked[w].offset)
 			}
@@ -95,6 +106,16 @@ func TestCrash(t *testing.T) {
 		for w := range crashWriters {
 			acked[w] = checkCrashWriter(t, c, cycle, w, acked[w])
 		}
+		if mapEpoch > 0 {
+			m, ok, err := c.StaticTopic(crashTopic, "clusterA")
+			if err != nil || !ok || m.Epoch < mapEpoch {
+				t.Fatalf("cycle %d: static topic epoch %d acknowledged, store has %v %v %v", cycle, mapEpoch, m.Epoch, ok, err)
+			}
+			if err := m.Validate(); err != nil {
+				t.Fatalf("cycle %d: replayed mapping is invalid: %v", cycle, err)
+			}
+			mapEpoch = m.Epoch
+		}
 		if cycle == *crashCycles-1 {
 			// The kills must have met snapshots and truncations.
 			truncated := 0
@@ -105,6 +126,9 @@ func TestCrash(t *testing.T) {
 			}
 			if truncated == 0 {
 				t.Fatal("no partition wrote a snapshot and truncated its log during the test")
+			}
+			if mapEpoch == 0 {
+				t.Fatal("no static-topic change was acknowledged during the test")
 			}
 			t.Logf("%d of %d partitions snapshotted and truncated", truncated, len(c.parts))
 		}
@@ -152,11 +176,12 @@ func checkCrashWriter(t *testing.T, c *Coordinator, cycle, w int, want crashStat
 
 func crashGroup(w int) string { return fmt.Sprintf("group-%02d", w) }
 
-// parseAck reads a child's line "ack W OFFSET" (commit of OFFSET) or
-// "del W OFFSET" (delete of the group after committing OFFSET).
+// parseAck reads a child's line "ack W OFFSET" (commit of OFFSET), "del W
+// OFFSET" (delete of the group after committing OFFSET) or "map 0 EPOCH"
+// (a remap of the static topic).
 func parseAck(line string) (op string, writer int, offset int64, ok bool) {
 	f := strings.Fields(line)
-	if len(f) != 3 || (f[0] != "ack" && f[0] != "del") {
+	if len(f) != 3 || (f[0] != "ack" && f[0] != "del" && f[0] != "map") {
 		return "", 0, 0, false
 	}
 	w, err1 := strconv.Atoi(f[1])
@@ -176,6 +201,32 @@ func TestCrashChild(t *testing.T) {
 	}
 	var out sync.Mutex
 	var wg sync.WaitGroup
+	// Static-topic records ride the same partitions as the offsets: a few
+	// remaps per cycle, each acknowledged with its epoch.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx := context.Background()
+		if _, err := c.CreateStaticTopic(ctx, crashTopic, "clusterA", 4, []string{"b1", "b2"}); err != nil {
+			panic(err)
+		}
+		for i := range 10 {
+			m, _, err := c.StaticTopic(crashTopic, "clusterA")
+			if err != nil {
+				panic(err)
+			}
+			q := int32(i % 4)
+			leader, _ := m.Leader(q)
+			to := map[string]string{"b1": "b2", "b2": "b3", "b3": "b1"}[leader.Broker]
+			m, err = c.RemapStaticTopic(ctx, crashTopic, "clusterA", []statictopic.QueueMove{{QueueID: q, ToBroker: to, OldLeaderMaxOffset: leader.StartOffset + 100}})
+			if err != nil {
+				panic(err)
+			}
+			out.Lock()
+			fmt.Printf("map 0 %d\n", m.Epoch)
+			out.Unlock()
+		}
+	}()
 	for w := range crashWriters {
 		wg.Add(1)
 		go func() {
