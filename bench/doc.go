@@ -21,6 +21,10 @@
 //	BenchmarkFetch/sys=offsetd/readers=1
 //	BenchmarkFetchGroup/sys=bbolt/readers=8
 //	BenchmarkRestart/sys=offsetd/writes=6
+//	BenchmarkPolledFetch/sys=offsetd-http/answer=cached
+//
+// sys=offsetd-http is offsetd's HTTP path: the server on a loopback
+// listener, called through the Go client.
 //
 // Usage:
 //

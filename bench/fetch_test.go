@@ -9,8 +9,9 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// fetchReaders are the reader counts every system is measured with.
-var fetchReaders = []int{1, 8}
+// fetchReaders are the reader counts every system is measured with: 64 is
+// the many clients a server answers at once.
+var fetchReaders = []int{1, 8, 64}
 
 // BenchmarkFetch measures a point read of one offset from a warm store
 // holding the whole key space, by readers goroutines at once, visiting keys

@@ -29,7 +29,7 @@ const restartWrites = 6
 // offsetd's replay is CPU-bound, so a cold cache changes little for it.
 func BenchmarkRestart(b *testing.B) {
 	for _, sys := range systems {
-		if sys.load == nil || !sys.reads {
+		if sys.load == nil || !sys.reads || sys.skipRestart {
 			continue
 		}
 		b.Run(fmt.Sprintf("sys=%s/writes=%d", sys.name, restartWrites), func(b *testing.B) {

@@ -9,7 +9,8 @@
 #
 # Options:
 #   --count N           repeats of every benchmark (default 3 quick, 5 full)
-#   --sys a,b,...       only these systems (e.g. --sys offsetd,pebble)
+#   --sys a,b,...       only these systems (e.g. --sys offsetd,pebble; offsetd-http
+#                       is the HTTP path, and the only one of the polled fetch)
 #
 # Environment:
 #   BENCH_TMPDIR        where the stores are written (default bench/.data). It
@@ -103,6 +104,7 @@ if [ "$mode" = ci ]; then
 else
   bench '^BenchmarkCommit$' "$commit_time"
   bench '^BenchmarkFetch(Group)?$' "$read_time"
+  bench '^BenchmarkPolledFetch$' "$read_time"
   bench '^BenchmarkRestart$' "$restart_time"
 fi
 

@@ -36,9 +36,12 @@ type system struct {
 	durable bool
 	// reads says whether open's committer is also a reader.
 	reads bool
+	// skipRestart leaves a reader out of BenchmarkRestart: its restart is
+	// another system's (offsetd-http's is offsetd's plus a listener).
+	skipRestart bool
 	// open opens a store in dir. For a durable system, a Commit that
 	// returned nil is on stable storage. writers says how many goroutines
-	// will commit at once.
+	// will commit at once (readers may be more).
 	open func(dir string, writers int) (committer, error)
 	// load fills dir with rounds of the whole key space as fast as the
 	// system allows (no sync per commit: only the result counts), then
@@ -47,10 +50,10 @@ type system struct {
 	load func(dir string, ks *keySpace, rounds int) error
 }
 
-// systems lists every system, in the order the report shows them. The
-// server's HTTP path will join them as sys=offsetd-http, in http_test.go.
+// systems lists every system, in the order the report shows them.
 var systems = []system{
 	offsetdSystem,
+	offsetdHTTPSystem,
 	pebbleSystem,
 	boltSystem,
 	floorGroupSystem,

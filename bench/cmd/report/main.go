@@ -1,6 +1,6 @@
 // Command report turns the raw output of bench/run.sh (go test -bench in
 // bench/) into RESULTS.md and an SVG chart of commit throughput, and prints
-// the medians table and the targets.
+// the medians table, the HTTP path's tables and the targets.
 //
 // Usage:
 //
@@ -88,6 +88,18 @@ func run() error {
 	fmt.Println()
 	if err := report.WriteTable(os.Stdout, res); err != nil {
 		return err
+	}
+	var httpTables bytes.Buffer
+	if err := report.WriteHTTP(&httpTables, res); err != nil {
+		return err
+	}
+	if httpTables.Len() > 0 {
+		fmt.Println()
+		fmt.Println("The HTTP path (offsetd-http: the server on loopback, through client/):")
+		fmt.Println()
+		if _, err := os.Stdout.Write(httpTables.Bytes()); err != nil {
+			return err
+		}
 	}
 	fmt.Println()
 	fmt.Println("Targets (issue #5):")

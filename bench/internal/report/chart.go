@@ -20,9 +20,13 @@ const (
 	legendRow   = 22.0
 )
 
-// palette gives each system a colour, in systemOrder; systems beyond it
-// reuse the last colours.
+// palette gives each system a colour, in colourOrder; other systems take
+// the colours after them, then reuse the last one.
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#17becf", "#bcbd22", "#9467bd", "#ff7f0e", "#8c564b"}
+
+// colourOrder is the known systems in the order of their colours: a
+// system added later takes the next colour, so no other's changes.
+var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem}
 
 // WriteChart writes an SVG chart of commit throughput (median commits/s)
 // against concurrent committers, one panel per commit size and one line per
@@ -185,9 +189,9 @@ func (p panel) draw(b *strings.Builder, res *Results, systems []string, colour m
 // theirs whichever others ran, the rest take the remaining ones in turn.
 func colours(systems []string) map[string]string {
 	out := make(map[string]string)
-	extra := len(systemOrder)
+	extra := len(colourOrder)
 	for _, sys := range systems {
-		if i := slices.Index(systemOrder, sys); i >= 0 {
+		if i := slices.Index(colourOrder, sys); i >= 0 {
 			out[sys] = palette[i]
 			continue
 		}

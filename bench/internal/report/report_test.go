@@ -3,9 +3,11 @@ package report
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,5 +142,43 @@ func TestFormats(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
+	}
+}
+
+func TestEveryKnownSystemHasItsColour(t *testing.T) {
+	for _, sys := range systemOrder {
+		if !slices.Contains(colourOrder, sys) {
+			t.Errorf("%s has a column but no colour of its own", sys)
+		}
+	}
+	if len(colourOrder) > len(palette) {
+		t.Errorf("%d known systems, %d colours", len(colourOrder), len(palette))
+	}
+}
+
+func TestPolls(t *testing.T) {
+	in := strings.Join([]string{
+		"BenchmarkPolledFetch/sys=offsetd-http/answer=not-modified-2   10   300 ns/op   4000 req/s   7 allocs/op",
+		"BenchmarkPolledFetch/sys=offsetd-http/answer=other-2          10   900 ns/op   1000 req/s",
+		"BenchmarkPolledFetch/sys=offsetd-http/answer=encoded-2        10   500 ns/op   2000 req/s   9 allocs/op",
+		"BenchmarkPolledFetch/sys=offsetd-http/answer=cached-2         10   400 ns/op   3000 req/s   8 allocs/op",
+	}, "\n")
+	res, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	polls := Polls(res)
+	var got []string
+	for _, p := range polls {
+		got = append(got, fmt.Sprintf("%s %.1f", p.Answer, p.VsEncoded))
+	}
+	if want := "cached 1.5,encoded 1.0,not-modified 2.0,other 0.5"; strings.Join(got, ",") != want {
+		t.Errorf("polls = %v, want %s", got, want)
+	}
+	if !math.IsNaN(polls[3].BytesPerReq) || polls[3].Label != "other" {
+		t.Errorf("an answer without B/op or a label: %+v", polls[3])
+	}
+	if rates := HTTPRates(res); len(rates) != 0 {
+		t.Errorf("rates from a run without commits or fetches: %+v", rates)
 	}
 }

@@ -8,24 +8,34 @@ import (
 )
 
 // systemOrder is the order of the known systems' columns.
-var systemOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+var systemOrder = []string{"offsetd", "offsetd-http", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+
+// httpSystem is offsetd behind its HTTP server, driven by its Go client on
+// loopback.
+const httpSystem = "offsetd-http"
 
 // subject is the system whose ratios to the others the table shows.
 const subject = "offsetd"
 
-// ratioColumns are the systems offsetd's ratios are taken against. "floor"
-// is the floor that does what the row measures: the batch floor (append +
-// fdatasync per batch of everything waiting) for commits, the Go map for
-// reads.
-
+// ratioColumns are the ratios the table shows: offsetd's median over
+// Pebble's, bbolt's and the floor's, and offsetd-http's over offsetd's (what
+// the HTTP path keeps of the embedded figure). "floor" is the floor that
+// does what the row measures: the batch floor (append + fdatasync per batch
+// of everything waiting) for commits, the Go map for reads.
 var ratioColumns = []struct {
 	title string
-	sys   func(family string) string
+	// of and over return the systems whose medians are divided, in a
+	// family.
+	of, over func(family string) string
 }{
-	{"offsetd ÷ pebble", func(string) string { return "pebble" }},
-	{"offsetd ÷ bbolt", func(string) string { return "bbolt" }},
-	{"offsetd ÷ floor", floorFor},
+	{"offsetd ÷ pebble", always(subject), always("pebble")},
+	{"offsetd ÷ bbolt", always(subject), always("bbolt")},
+	{"offsetd ÷ floor", always(subject), floorFor},
+	{"offsetd-http ÷ offsetd", always(httpSystem), always(subject)},
 }
+
+// always returns a ratio column's system that is the same in every family.
+func always(sys string) func(string) string { return func(string) string { return sys } }
 
 // floorFor returns the floor offsetd is compared with in a family.
 func floorFor(family string) string {
@@ -71,8 +81,8 @@ type Row struct {
 	Higher bool
 	// Values holds the median of each system that ran the case.
 	Values map[string]float64
-	// Ratios holds offsetd's median over each ratio column's system, where
-	// both exist and the divisor is not zero.
+	// Ratios holds each ratio column's ratio of medians, where both exist
+	// and the divisor is not zero.
 	Ratios []float64
 	format func(float64) string
 }
@@ -93,7 +103,7 @@ func Table(res *Results) []Row {
 			}
 			family := strings.SplitN(c, "/", 2)[0]
 			for _, col := range ratioColumns {
-				row.Ratios = append(row.Ratios, ratio(row.Values, subject, col.sys(family)))
+				row.Ratios = append(row.Ratios, ratio(row.Values, col.of(family), col.over(family)))
 			}
 			rows = append(rows, row)
 		}
