@@ -168,13 +168,23 @@ func (w OffsetsWriter) Put(groupName string, version uint64, key TopicPartition,
 		g = &group{name: groupName, offsets: make(map[TopicPartition]Offset), info: GroupInfo{Generation: -1}}
 		w.t.groups[groupName] = g
 	}
-	if _, ok := g.offsets[key]; !ok {
+	n := len(g.offsets)
+	g.offsets[key] = v // one map operation: Put is most of replay's time
+	if len(g.offsets) > n {
 		w.t.keys++
 		g.info.Offsets++
 	}
-	g.offsets[key] = v
 	g.info.Version = version
 	g.info.LastCommit = max(g.info.LastCommit, v.CommitTime)
+}
+
+// Reserve makes room for n offsets in a group about to receive them (a
+// snapshot says how many), so that loading does not grow its map step by
+// step.
+func (w OffsetsWriter) Reserve(groupName string, n int) {
+	if w.t.groups[groupName] == nil {
+		w.t.groups[groupName] = &group{name: groupName, offsets: make(map[TopicPartition]Offset, n), info: GroupInfo{Generation: -1}}
+	}
 }
 
 // SetInfo sets the version, last commit time and generation of a group that

@@ -11,19 +11,32 @@ import (
 
 // BenchmarkCommit measures durable commits (fsync before every ack) with 1
 // and 64 concurrent committers, each committing 1 or 16 partitions of its
-// own group. Run it with -benchtime=3s or more: group commit needs a steady
-// stream to batch.
+// own group: 64 groups spread over the 16 internal partitions, each of
+// which batches and fsyncs on its own. Run it with -benchtime=3s or more:
+// group commit needs a steady stream to batch.
 func BenchmarkCommit(b *testing.B) {
 	for _, writers := range []int{1, 64} {
 		for _, parts := range []int{1, 16} {
 			b.Run(fmt.Sprintf("writers=%d/partitions=%d", writers, parts), func(b *testing.B) {
-				benchCommit(b, writers, parts)
+				benchCommit(b, writers, parts, false)
 			})
 		}
 	}
 }
 
-func benchCommit(b *testing.B, writers, parts int) {
+// BenchmarkCommitOneGroup is BenchmarkCommit with the 64 committers as the
+// members of one consumer group, each committing its own partitions: every
+// commit goes to the same internal partition and one fsync covers all of
+// them that wait.
+func BenchmarkCommitOneGroup(b *testing.B) {
+	for _, parts := range []int{1, 16} {
+		b.Run(fmt.Sprintf("writers=64/partitions=%d", parts), func(b *testing.B) {
+			benchCommit(b, 64, parts, true)
+		})
+	}
+}
+
+func benchCommit(b *testing.B, writers, parts int, oneGroup bool) {
 	c := mustOpen(b, b.TempDir(), testOptions())
 	defer c.Close()
 	ctx := context.Background()
@@ -37,9 +50,12 @@ func benchCommit(b *testing.B, writers, parts int) {
 		go func() {
 			defer wg.Done()
 			group := fmt.Sprintf("g-%06d", w)
+			if oneGroup {
+				group = "g-000000"
+			}
 			offs := make([]OffsetCommit, parts)
 			for i := range offs {
-				offs[i] = OffsetCommit{Topic: "orders-1", Partition: int32(i), LeaderEpoch: 5, Metadata: "consumer-1-host-a"}
+				offs[i] = OffsetCommit{Topic: "orders-1", Partition: int32(w*parts + i), LeaderEpoch: 5, Metadata: "consumer-1-host-a"}
 			}
 			for {
 				n := next.Add(1)

@@ -50,11 +50,12 @@ type partition struct {
 	log *log.Log // owned by the loader, then by the writer goroutine
 
 	// Writer-goroutine state for the batch being built.
-	pending  []pendingEntry
-	buf      *bytebufferpool.ByteBuffer
-	batchGen map[string]int32  // highest generation in the pending batch, per group
-	topics   map[string]string // interned topic names
-	view     recordView        // the record being applied
+	pending   []pendingEntry
+	buf       *bytebufferpool.ByteBuffer
+	batchGen  map[string]int32  // highest generation in the pending batch, per group
+	topics    map[string]string // interned topic names
+	lastTopic string            // the topic name interned last
+	view      recordView        // the record being applied
 
 	changed *signal // fires after every applied batch
 
@@ -254,10 +255,17 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		version := index
 		if typ == recSnapGroup {
 			version = r.version
+			w.Reserve(group, len(r.offsets))
 		}
-		for _, o := range r.offsets {
+		// The offsets of one commit usually carry the same metadata (the
+		// consumer's id): share one string rather than copy it per offset.
+		var md string
+		for i, o := range r.offsets {
+			if i == 0 || string(o.metadata) != md {
+				md = string(o.metadata)
+			}
 			w.Put(group, version, cache.TopicPartition{Topic: p.topic(o.topic), Partition: o.partition},
-				cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: string(o.metadata), CommitTime: o.commitTime})
+				cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: md, CommitTime: o.commitTime})
 		}
 		if typ == recSnapGroup {
 			w.SetInfo(group, version, r.lastCommit, r.generation)
@@ -288,12 +296,17 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 }
 
 // topic interns a topic name: groups share a few topics, so each name is
-// held once.
+// held once. The offsets of a record mostly share one topic, so the last
+// name is checked first.
 func (p *partition) topic(b []byte) string {
-	if s, ok := p.topics[string(b)]; ok {
-		return s
+	if string(b) == p.lastTopic {
+		return p.lastTopic
 	}
-	s := string(b)
-	p.topics[s] = s
+	s, ok := p.topics[string(b)]
+	if !ok {
+		s = string(b)
+		p.topics[s] = s
+	}
+	p.lastTopic = s
 	return s
 }
