@@ -265,6 +265,9 @@ type PartitionStats struct {
 	Partition int
 	// Ready is false while the partition loads or after it failed to.
 	Ready bool
+	// Err is why the partition failed to load; nil while it loads or once
+	// it serves.
+	Err error
 	// Keys and Groups count live offsets and groups; Mappings counts static
 	// topic mappings.
 	Keys, Groups, Mappings int
@@ -279,6 +282,9 @@ func (c *Coordinator) Stats() []PartitionStats {
 	out := make([]PartitionStats, len(c.parts))
 	for i, p := range c.parts {
 		s := PartitionStats{Partition: i}
+		if p.state.Load() == stateFailed {
+			s.Err = p.loadErr
+		}
 		if p.state.Load() == stateReady {
 			s.Ready = true
 			s.Keys, s.Groups = p.offsets.Len()

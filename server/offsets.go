@@ -280,5 +280,10 @@ func (s *Server) requireReady() *apiError {
 	if s.c.Ready() {
 		return nil
 	}
-	return errorf(http.StatusServiceUnavailable, codeLoading, "not every partition has loaded yet (a partition that failed to load is in the server's log)")
+	for _, st := range s.c.Stats() {
+		if st.Err != nil {
+			return errorf(http.StatusInternalServerError, codeInternal, "partition %d failed to load: %v", st.Partition, st.Err)
+		}
+	}
+	return errorf(http.StatusServiceUnavailable, codeLoading, "not every partition has loaded yet")
 }

@@ -115,7 +115,12 @@ func TestLoading(t *testing.T) {
 	if err := c.WaitReady(context.Background()); err == nil {
 		t.Fatal("a partition with an empty segment before its last loaded")
 	}
-	e.fail(http.StatusServiceUnavailable, "loading", "GET", "/readyz", "")
+	// A partition that failed to load is not "still loading": /readyz says
+	// which and why.
+	r := e.fail(http.StatusInternalServerError, "internal", "GET", "/readyz", "")
+	if !strings.Contains(string(r.body), "partition 0 failed to load") {
+		t.Fatalf("/readyz after a failed load: %s", r.body)
+	}
 	e.fail(http.StatusInternalServerError, "internal", "GET", "/v1/groups/g/offsets", "")
 }
 
