@@ -206,7 +206,11 @@ func ListSnapshots(dir string) ([]uint64, error) {
 // anywhere, a missing footer included, is an ErrCorrupt error naming the
 // partition and file. payload is valid only during fn.
 func (l *Log) ReadSnapshot(index uint64, fn func(typ byte, payload []byte) error) error {
-	_, err := readSnapshot(filepath.Join(l.dir, snapshotName(index)), l.opts.Partition, fn)
+	name := snapshotName(index)
+	covers, err := readSnapshot(filepath.Join(l.dir, name), l.opts.Partition, fn)
+	if err == nil && covers != index {
+		return &CorruptError{Partition: l.opts.Partition, Segment: name, Index: covers, Err: errSnapHeader}
+	}
 	return err
 }
 
@@ -235,6 +239,11 @@ func readSnapshot(path string, partition int, fn func(typ byte, payload []byte) 
 		return 0, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	fileSize := fi.Size()
 	r := bufio.NewReaderSize(f, 1<<20)
 	var h [snapHeader]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -266,8 +275,13 @@ func readSnapshot(path string, partition int, fn func(typ byte, payload []byte) 
 			}
 			return index, nil
 		}
-		if size < minFrameSize || size > 1<<31 {
+		if size < minFrameSize {
 			return index, bad(index, off, errEntryShort)
+		}
+		if size > uint64(fileSize-off) {
+			// The length is not under the checksum: never trust it past
+			// the end of the file (a flipped bit would allocate gigabytes).
+			return index, bad(index, off, errSnapShort)
 		}
 		buf = slices.Grow(buf[:0], int(size))[:size]
 		if _, err := io.ReadFull(r, buf); err != nil {

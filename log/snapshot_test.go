@@ -1,9 +1,11 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -153,5 +155,38 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	rep, err := Inspect(dir, nil)
 	if err != nil || rep.Entries != 3 {
 		t.Fatalf("Inspect beside a snapshot = %+v %v", rep, err)
+	}
+}
+
+// TestSnapshotHugeLength gives a snapshot record a length far past the end
+// of the file (the length is not under the checksum): it must be rejected
+// as damage without allocating that much.
+func TestSnapshotHugeLength(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{Partition: testPartition})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	writeSnapshot(t, l, 3, testEntries(0, 2))
+	path := filepath.Join(dir, snapshotName(3))
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append(slices.Clone(good[:snapHeader]), binary.AppendUvarint(nil, 1<<30)...)
+	bad = append(bad, good[snapHeader+1:]...)
+	if err := os.WriteFile(path, bad, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = readAll(l, 3)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Fatalf("reading the damaged snapshot allocated %d bytes", grew)
 	}
 }
