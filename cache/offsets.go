@@ -49,9 +49,10 @@ type group struct {
 // Offsets is one internal partition's table of group offsets. Reads are safe
 // from any goroutine; writes happen only through Update.
 type Offsets struct {
-	mu     sync.RWMutex
-	groups map[string]*group // guarded by mu
-	keys   int               // guarded by mu
+	mu      sync.RWMutex
+	groups  map[string]*group // guarded by mu
+	keys    int               // guarded by mu
+	applied uint64            // guarded by mu; the log index the table is at
 }
 
 // NewOffsets returns an empty table.
@@ -90,17 +91,25 @@ func (t *Offsets) Group(groupName string, dst []Entry) (entries []Entry, info Gr
 // GroupEntries is Group without the sorting, for readers that do not need
 // an order (snapshots).
 func (t *Offsets) GroupEntries(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
+	dst, info, _, ok = t.GroupAt(groupName, dst)
+	return dst, info, ok
+}
+
+// GroupAt is GroupEntries that also returns the log index the table was at
+// when the group was read (SetApplied), so that a snapshot can record the
+// exact point each group was captured at.
+func (t *Offsets) GroupAt(groupName string, dst []Entry) (entries []Entry, info GroupInfo, applied uint64, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	g := t.groups[groupName]
 	if g == nil {
-		return dst, GroupInfo{}, false
+		return dst, GroupInfo{}, t.applied, false
 	}
 	dst = slices.Grow(dst, len(g.offsets))
 	for k, v := range g.offsets {
 		dst = append(dst, Entry{k, v})
 	}
-	return dst, g.info, true
+	return dst, g.info, t.applied, true
 }
 
 // Info returns the group's description; ok is false when it has no offsets.
@@ -154,6 +163,9 @@ func (t *Offsets) Update(fn func(w OffsetsWriter)) {
 	defer t.mu.Unlock()
 	fn(OffsetsWriter{t})
 }
+
+// SetApplied records that the table now holds every log entry up to index.
+func (w OffsetsWriter) SetApplied(index uint64) { w.t.applied = index }
 
 // OffsetsWriter changes a table; it is valid only inside Update.
 type OffsetsWriter struct {

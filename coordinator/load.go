@@ -43,6 +43,14 @@ func (p *partition) loadFrom(l *log.Log, stop <-chan struct{}) error {
 	p.lastSnapshot = 0
 	for _, index := range snaps {
 		p.resetTables()
+		if index > l.LastIndex() {
+			// Possible only without fsync (UnsafeNoSync): the snapshot was
+			// synced, the log entries it covers were lost. Loading it would
+			// hand out indexes it already covers.
+			p.logger.Warn("snapshot is ahead of the log; falling back to the one before it",
+				"partition", p.id, "snapshot", index, "lastIndex", l.LastIndex())
+			continue
+		}
 		if index+1 < l.FirstIndex() {
 			p.logger.Warn("snapshot is older than the log it needs; trying an older one is no use",
 				"partition", p.id, "snapshot", index, "firstIndex", l.FirstIndex())
@@ -91,7 +99,9 @@ func (p *partition) loadFrom(l *log.Log, stop <-chan struct{}) error {
 			}
 			return nil
 		})
+		w.SetApplied(max(l.LastIndex(), p.lastSnapshot))
 	})
+	p.capturedAt = nil
 	if err != nil {
 		return err
 	}
@@ -102,6 +112,7 @@ func (p *partition) loadFrom(l *log.Log, stop <-chan struct{}) error {
 
 // resetTables gives the partition empty tables, before it serves anything.
 func (p *partition) resetTables() {
+	p.capturedAt = make(map[string]uint64)
 	p.offsets = cache.NewOffsets()
 	p.mappings = cache.NewMappings()
 	p.switches = cache.NewSwitches()

@@ -56,6 +56,9 @@ type partition struct {
 	topics    map[string]string // interned topic names
 	lastTopic string            // the topic name interned last
 	view      recordView        // the record being applied
+	// capturedAt, while loading, holds the index each group of the snapshot
+	// was captured at, where that is past the snapshot's own index.
+	capturedAt map[string]uint64
 
 	changed *signal // fires after every applied batch
 
@@ -191,7 +194,19 @@ func (p *partition) add(r *request) {
 		return
 	}
 	p.buf.B = b
+	// A record that could not be applied must never reach the log: every
+	// replay would fail on it.
+	if err := p.view.decode(r.typ, b[start:]); err != nil {
+		p.buf.B = p.buf.B[:start]
+		r.done <- result{err: fmt.Errorf("%w: record does not decode: %v", ErrInvalid, err)}
+		return
+	}
 	p.pending = append(p.pending, pendingEntry{req: r, start: start, end: len(b)})
+	if r.readsState {
+		// Later requests of the batch must see its effect (a generation
+		// check after a delete, say), and only the tables show it.
+		p.flush()
+	}
 }
 
 // flush writes the pending batch as one log append (one fsync), applies it
@@ -230,10 +245,11 @@ func (p *partition) flush() {
 	p.offsets.Update(func(w cache.OffsetsWriter) {
 		for i, e := range entries {
 			if err := p.apply(w, first+uint64(i), e.Type, e.Payload); err != nil {
-				// The writer encoded this record itself a moment ago.
+				// add decoded this record before it was written.
 				panic(fmt.Sprintf("coordinator: partition %d cannot apply its own record: %v", p.id, err))
 			}
 		}
+		w.SetApplied(first + uint64(len(entries)) - 1)
 	})
 	p.changed.fire()
 	for i, e := range p.pending {
@@ -248,6 +264,16 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 	r := &p.view
 	if err := r.decode(typ, payload); err != nil {
 		return err
+	}
+	switch typ {
+	case recCommit, recDeleteOffsets, recDeleteGroup:
+		if p.skip(r.group, index) {
+			return nil
+		}
+	case recSnapGroup:
+		if r.capturedAt > index && p.capturedAt != nil {
+			p.capturedAt[string(r.group)] = r.capturedAt
+		}
 	}
 	switch typ {
 	case recCommit, recSnapGroup:
@@ -280,11 +306,16 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		w.DeleteGroup(string(r.group))
 	case recExpireGroups:
 		for _, g := range r.groups {
-			w.DeleteGroup(string(g))
+			if !p.skip(g, index) {
+				w.DeleteGroup(string(g))
+			}
 		}
 	case recMapping:
 		var m statictopic.Mapping
 		if err := json.Unmarshal(r.mapping, &m); err != nil {
+			return fmt.Errorf("%w: mapping record: %v", ErrCorrupt, err)
+		}
+		if err := m.Validate(); err != nil {
 			return fmt.Errorf("%w: mapping record: %v", ErrCorrupt, err)
 		}
 		p.mappings.Put(m)
@@ -293,6 +324,16 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		p.switched.fire()
 	}
 	return nil
+}
+
+// skip reports whether a replayed record of group at index is already in
+// the snapshot being loaded, which captured the group at a later index.
+func (p *partition) skip(group []byte, index uint64) bool {
+	if p.capturedAt == nil {
+		return false
+	}
+	at, ok := p.capturedAt[string(group)]
+	return ok && index <= at
 }
 
 // topic interns a topic name: groups share a few topics, so each name is

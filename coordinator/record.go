@@ -29,7 +29,7 @@ const (
 //	delete group:   group
 //	mapping:        the statictopic.Mapping as JSON
 //	global read:    scope, enabled (0 or 1)
-//	snapshot group: group, version, lastCommitMillis, generation, count,
+//	snapshot group: group, capturedAt, version, lastCommitMillis, generation, count,
 //	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
 //	expire groups:  count, count × group
 
@@ -137,9 +137,10 @@ func encodeGlobalRead(dst []byte, scope string, enabled bool) []byte {
 	return e.b
 }
 
-func encodeSnapGroup(dst []byte, group string, info cache.GroupInfo, entries []cache.Entry) []byte {
+func encodeSnapGroup(dst []byte, group string, info cache.GroupInfo, capturedAt uint64, entries []cache.Entry) []byte {
 	e := encoder{dst}
 	e.string(group)
+	e.int(int64(capturedAt))
 	e.int(int64(info.Version))
 	e.int(info.LastCommit)
 	e.int(int64(info.Generation))
@@ -173,6 +174,7 @@ type recordView struct {
 	typ        byte
 	group      []byte
 	generation int32        // commit, snapshot group
+	capturedAt uint64       // snapshot group: the log index the group was read at
 	version    uint64       // snapshot group
 	lastCommit int64        // snapshot group
 	offsets    []offsetView // commit, snapshot group; delete offsets (topic and partition)
@@ -191,18 +193,16 @@ type offsetView struct {
 	commitTime  int64
 }
 
-// maxRecordItems bounds the counts a record may claim, so a damaged count
-// cannot make the decoder allocate without limit.
-const maxRecordItems = 1 << 20
-
 func (r *recordView) decode(typ byte, payload []byte) error {
 	d := decoder{b: payload}
 	r.typ = typ
 	r.offsets = r.offsets[:0]
 	r.groups = r.groups[:0]
 	count := func() int {
+		// Every item takes at least two bytes, so a count beyond that is
+		// damage: no allocation follows a count the payload cannot hold.
 		n := d.int()
-		if n < 0 || n > maxRecordItems {
+		if n < 0 || n > int64(len(d.b)/2) {
 			d.bad = true
 			return 0
 		}
@@ -222,6 +222,7 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 		}
 	case recSnapGroup:
 		r.group = d.bytes()
+		r.capturedAt = uint64(d.int())
 		r.version = uint64(d.int())
 		r.lastCommit = d.int()
 		r.generation = d.int32()
@@ -292,6 +293,7 @@ type Record struct {
 	Group      string          `json:"group,omitempty"`
 	Groups     []string        `json:"groups,omitempty"`
 	Generation *int32          `json:"generation,omitempty"`
+	CapturedAt uint64          `json:"capturedAt,omitempty"`
 	Version    uint64          `json:"version,omitempty"`
 	LastCommit int64           `json:"lastCommit,omitempty"`
 	Offsets    []RecordOffset  `json:"offsets,omitempty"`
@@ -318,7 +320,7 @@ func DecodeRecord(typ byte, payload []byte) (Record, error) {
 	if err := v.decode(typ, payload); err != nil {
 		return Record{}, err
 	}
-	r := Record{Type: RecordTypeName(typ), Group: string(v.group), Scope: string(v.scope), Version: v.version, LastCommit: v.lastCommit}
+	r := Record{Type: RecordTypeName(typ), Group: string(v.group), Scope: string(v.scope), CapturedAt: v.capturedAt, Version: v.version, LastCommit: v.lastCommit}
 	switch typ {
 	case recCommit, recSnapGroup:
 		gen := v.generation

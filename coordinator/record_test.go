@@ -15,9 +15,9 @@ func TestDecodeRecord(t *testing.T) {
 		*r.Offsets[0].Offset != 42 || *r.Offsets[0].LeaderEpoch != 3 || r.Offsets[0].Metadata != "m" || r.Offsets[0].CommitTime != 1000 {
 		t.Fatalf("commit = %+v %v", r, err)
 	}
-	snap := encodeSnapGroup(nil, "g", cache.GroupInfo{Version: 9, LastCommit: 5, Generation: 2},
+	snap := encodeSnapGroup(nil, "g", cache.GroupInfo{Version: 9, LastCommit: 5, Generation: 2}, 12,
 		[]cache.Entry{{TopicPartition: cache.TopicPartition{Topic: "t", Partition: 1}, Offset: cache.Offset{Offset: 8, CommitTime: 4}}})
-	if r, err := DecodeRecord(recSnapGroup, snap); err != nil || r.Version != 9 || r.LastCommit != 5 || *r.Offsets[0].Offset != 8 {
+	if r, err := DecodeRecord(recSnapGroup, snap); err != nil || r.CapturedAt != 12 || r.Version != 9 || r.LastCommit != 5 || *r.Offsets[0].Offset != 8 {
 		t.Fatalf("snapshot group = %+v %v", r, err)
 	}
 	del := encodeDeleteOffsets(nil, "g", []topicPartition{{Topic: "t", Partition: 1}})

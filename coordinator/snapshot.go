@@ -14,14 +14,15 @@ import (
 
 // Snapshots bound the log and the restart time. When a partition has
 // appended enough since its last snapshot, a background goroutine writes
-// the live state as of log index S: it lists the groups, then encodes them
-// one at a time under a short read lock, while the writer goes on
-// committing. The snapshot is fuzzy (a group may be captured with changes
-// made after S), which is harmless: every record sets or deletes keys, so
-// replaying the log from S+1 over the snapshot ends in exactly the state
-// that replaying the whole log would. Once the snapshot is durable the
-// writer drops the log before the previous snapshot, so a damaged newest
-// snapshot can still fall back to the previous one plus a longer tail.
+// the live state as of log index S: it lists the groups, then reads them one
+// at a time under a short read lock while the writer goes on committing. So
+// each group is captured exactly as of some index J >= S (the table's
+// applied index under that lock), which its record carries. On load, the
+// log from S+1 is replayed over the snapshot, skipping for each group the
+// records up to its J: the group's keys, generation, version and last
+// commit come out as if the whole log had been replayed. Once the snapshot
+// is durable the previous one's log is dropped, keeping that snapshot and
+// its tail so that a damaged newest snapshot can fall back to it.
 
 // maxSnapEntries bounds the offsets in one snapshot record.
 const maxSnapEntries = 1024
@@ -94,14 +95,15 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 			}
 		}
 		var info cache.GroupInfo
+		var at uint64
 		var ok bool
-		entries, info, ok = p.offsets.GroupEntries(name, entries[:0])
+		entries, info, at, ok = p.offsets.GroupAt(name, entries[:0])
 		if !ok {
 			continue // deleted since the listing
 		}
 		for len(entries) > 0 {
 			n := min(len(entries), maxSnapEntries)
-			buf.B = encodeSnapGroup(buf.B[:0], name, info, entries[:n])
+			buf.B = encodeSnapGroup(buf.B[:0], name, info, at, entries[:n])
 			if err := w.Add(recSnapGroup, buf.B); err != nil {
 				w.Abort()
 				return 0, err
