@@ -110,10 +110,18 @@ func (c *Coordinator) loadAll() {
 			start := time.Now()
 			o := logOpts
 			o.Partition = p.id
-			if err := p.load(c.partitionDir(p.id), o, c.stop); err != nil {
+			err := errStopped
+			select {
+			case <-c.stop: // closed before this partition's turn came
+			default:
+				err = p.load(c.partitionDir(p.id), o, c.stop)
+			}
+			if err != nil {
 				p.loadErr = err
 				p.state.Store(stateFailed)
-				c.opts.Logger.Error("partition failed to load", "partition", p.id, "err", err)
+				if !errors.Is(err, errStopped) {
+					c.opts.Logger.Error("partition failed to load", "partition", p.id, "err", err)
+				}
 				return
 			}
 			keys, groups := p.offsets.Len()
