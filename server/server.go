@@ -292,3 +292,8 @@ func marshal(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	return append(b, '\n'), err
 }
+
+// WaitResponses waits until every response offered to the response cache
+// has been kept or dropped (the cache keeps bodies asynchronously), so that
+// a benchmark's or test's next identical GET is a deterministic hit.
+func (s *Server) WaitResponses() { s.responses.Wait() }
