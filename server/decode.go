@@ -18,6 +18,10 @@ import (
 // trailing data, every number fitting its field. (encoding/json would
 // quietly replace invalid UTF-8 and ignore unknown fields.)
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
+	// A request with a body takes no query parameters.
+	if _, e := parseQuery(r); e != nil {
+		return e
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError

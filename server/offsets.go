@@ -99,10 +99,6 @@ func (req *commitRequest) offsets() (int32, []coordinator.OffsetCommit, *apiErro
 
 // commitOffsets is POST /v1/groups/{group}/offsets.
 func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) {
-	if _, e := parseQuery(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req commitRequest
 	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)

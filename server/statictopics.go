@@ -66,10 +66,6 @@ type toLogicJSON struct {
 
 // createStaticTopic is POST /v1/static-topics.
 func (s *Server) createStaticTopic(w http.ResponseWriter, r *http.Request) {
-	if _, e := parseQuery(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req createRequest
 	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
@@ -99,10 +95,6 @@ func (s *Server) createStaticTopic(w http.ResponseWriter, r *http.Request) {
 
 // remapStaticTopic is POST /v1/static-topics/{topic}/remap.
 func (s *Server) remapStaticTopic(w http.ResponseWriter, r *http.Request) {
-	if _, e := parseQuery(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req remapRequest
 	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
@@ -143,10 +135,6 @@ func (s *Server) remapStaticTopic(w http.ResponseWriter, r *http.Request) {
 // fenced by its epoch. The body's topic may be left out; if given it must
 // be the path's.
 func (s *Server) putStaticTopic(w http.ResponseWriter, r *http.Request) {
-	if _, e := parseQuery(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var m statictopic.Mapping
 	if e := s.decodeBody(w, r, &m); e != nil {
 		writeError(w, e)
@@ -423,10 +411,6 @@ func (s *Server) listScopes(w http.ResponseWriter, r *http.Request) {
 
 // setGlobalRead is PUT /v1/scopes/{scope}/global-read.
 func (s *Server) setGlobalRead(w http.ResponseWriter, r *http.Request) {
-	if _, e := parseQuery(r); e != nil {
-		writeError(w, e)
-		return
-	}
 	var req globalReadRequest
 	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
