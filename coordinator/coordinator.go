@@ -20,26 +20,34 @@ import (
 // partitioned, append-only log and serves them from memory. It is safe for
 // concurrent use.
 type Coordinator struct {
-	dir      string
-	opts     Options
-	part     partitioner.Partitioner
-	parts    []*partition
-	switched *signal // fires when any global-read switch changes
-	lock     *os.File
+	dir       string
+	opts      Options
+	part      partitioner.Partitioner
+	parts     []*partition
+	snapshots []*log.Snapshots // per partition
+	switched  *signal          // fires when any global-read switch changes
+	lock      *os.File
+
+	// journal is the log every partition commits to; committer, its owner
+	// once loading is done, makes each batch durable with one fsync.
+	journal    *log.Log
+	committer  *log.Committer // set before any writer starts
+	truncating sync.Mutex     // one journal truncation at a time
 
 	mu         sync.RWMutex
 	closed     bool        // guarded by mu
 	isClosed   atomic.Bool // mirrors closed for the read path, which takes no lock
 	stop       chan struct{}
-	loaders    sync.WaitGroup
 	writers    sync.WaitGroup
 	background sync.WaitGroup // the retention sweeper
 	loaded     chan struct{}  // closed when every partition has loaded or failed
 }
 
-// Open opens the data directory dir, creating it if needed, and replays every
-// partition's log (in parallel) before returning, unless
-// opts.LoadInBackground is set.
+// Open opens the data directory dir, creating it if needed, and loads every
+// partition (snapshots in parallel, then the journal once) before
+// returning, unless opts.LoadInBackground is set. A data directory of the
+// previous format (a log per partition) is converted first; see
+// upgradeFormat1.
 func Open(dir string, opts Options) (*Coordinator, error) {
 	opts.ensureDefaults()
 	if err := opts.validate(); err != nil {
@@ -52,9 +60,23 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := loadOrCreateMeta(dir, opts.Partitions); err != nil {
+	c, err := open(dir, opts, lock)
+	if err != nil {
 		lock.Close()
 		return nil, err
+	}
+	return c, nil
+}
+
+func open(dir string, opts Options, lock *os.File) (*Coordinator, error) {
+	format, err := loadOrCreateMeta(dir, opts.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	if format == format1 {
+		if err := upgradeFormat1(dir, opts); err != nil {
+			return nil, fmt.Errorf("coordinator: converting %s to format %d: %w", dir, formatVersion, err)
+		}
 	}
 	part, _ := partitioner.New(opts.Partitions)
 	c := &Coordinator{
@@ -66,8 +88,20 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 		stop:     make(chan struct{}),
 		loaded:   make(chan struct{}),
 	}
+	c.journal, err = log.Open(filepath.Join(dir, journalDir), c.logOptions(0))
+	if err != nil {
+		return nil, err
+	}
 	for i := range opts.Partitions {
-		c.parts = append(c.parts, newPartition(i, opts, c.switched))
+		snaps, err := log.OpenSnapshots(SnapshotDir(dir, i), i)
+		if err != nil {
+			c.journal.Close()
+			return nil, err
+		}
+		p := newPartition(i, opts, c.switched, snaps)
+		p.onSnapshot = c.truncateJournal
+		c.snapshots = append(c.snapshots, snaps)
+		c.parts = append(c.parts, p)
 	}
 	c.loadAll()
 	if opts.Retention > 0 {
@@ -86,68 +120,39 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 			}
 		}
 		if len(errs) > 0 {
-			c.Close()
+			c.closeAll()
 			return nil, errors.Join(errs...)
 		}
 	}
 	return c, nil
 }
 
-// loadAll replays the partitions, as many at once as there are CPUs, and
-// starts each partition's writer as soon as it is loaded.
-func (c *Coordinator) loadAll() {
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	logOpts := log.DefaultOptions()
-	logOpts.SegmentSize = c.opts.SegmentSize
-	logOpts.UnsafeNoSync = c.opts.UnsafeNoSync
-	logOpts.Logger = c.opts.Logger
-	for _, p := range c.parts {
-		c.loaders.Add(1)
-		go func() {
-			defer c.loaders.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			start := time.Now()
-			o := logOpts
-			o.Partition = p.id
-			err := errStopped
-			select {
-			case <-c.stop: // closed before this partition's turn came
-			default:
-				err = p.load(c.partitionDir(p.id), o, c.stop)
-			}
-			if err != nil {
-				p.loadErr = err
-				p.state.Store(stateFailed)
-				if !errors.Is(err, errStopped) {
-					c.opts.Logger.Error("partition failed to load", "partition", p.id, "err", err)
-				}
-				return
-			}
-			keys, groups := p.offsets.Len()
-			c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
-				"mappings", p.mappings.Len(), "took", time.Since(start))
-			c.writers.Add(1)
-			go func() {
-				defer c.writers.Done()
-				p.run(c.stop)
-			}()
-			p.state.Store(stateReady)
-		}()
-	}
-	go func() {
-		c.loaders.Wait()
-		close(c.loaded)
-	}()
+// logOptions are the options of the journal (partition 0) or of a
+// partition's log of format 1.
+func (c *Coordinator) logOptions(partition int) log.Options {
+	o := log.DefaultOptions()
+	o.SegmentSize = c.opts.SegmentSize
+	o.UnsafeNoSync = c.opts.UnsafeNoSync
+	o.Logger = c.opts.Logger
+	o.Partition = partition
+	return o
 }
 
-func (c *Coordinator) partitionDir(id int) string { return PartitionDir(c.dir, id) }
+// journalDir is where, in a data directory, the journal's segments are.
+const journalDir = "journal"
 
-// PartitionDir returns where partition i of data directory dir keeps its
-// log and snapshots, for tools that read a data directory.
-func PartitionDir(dir string, i int) string {
-	return filepath.Join(dir, fmt.Sprintf("p%04d", i))
+// JournalDir returns where the data directory dir keeps its journal, for
+// tools that read a data directory.
+func JournalDir(dir string) string { return filepath.Join(dir, journalDir) }
+
+// SnapshotDir returns where partition i of data directory dir keeps its
+// snapshots, for tools that read a data directory.
+func SnapshotDir(dir string, i int) string {
+	return filepath.Join(dir, "snapshots", fmt.Sprintf("p%04d", i))
 }
+
+// maxLoaders bounds the partitions that load their snapshots at once.
+func maxLoaders() int { return runtime.GOMAXPROCS(0) }
 
 // Ready reports whether every partition has loaded.
 func (c *Coordinator) Ready() bool {
@@ -179,8 +184,11 @@ func (c *Coordinator) WaitReady(ctx context.Context) error {
 func (c *Coordinator) Partitions() int { return c.part.N() }
 
 // Close stops taking requests, lets every partition finish the requests it
-// has already queued, and closes the logs.
-func (c *Coordinator) Close() error {
+// has already queued, and closes the journal, which leaves its clean-close
+// marker.
+func (c *Coordinator) Close() error { return c.closeAll() }
+
+func (c *Coordinator) closeAll() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -191,21 +199,16 @@ func (c *Coordinator) Close() error {
 	close(c.stop)
 	c.mu.Unlock()
 
-	c.loaders.Wait()
+	<-c.loaded
 	c.background.Wait()
 	for _, p := range c.parts {
 		close(p.reqs)
 	}
-	c.writers.Wait()
-	var errs []error
-	for _, p := range c.parts {
-		if p.log != nil {
-			if err := p.log.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	c.writers.Wait() // and so the snapshots, and the truncations they started
+	if c.committer != nil {
+		c.committer.Close()
 	}
-	errs = append(errs, c.lock.Close())
+	errs := []error{c.journal.Close(), c.lock.Close()}
 	return errors.Join(errs...)
 }
 
@@ -279,10 +282,15 @@ type PartitionStats struct {
 	// Keys and Groups count live offsets and groups; Mappings counts static
 	// topic mappings.
 	Keys, Groups, Mappings int
-	// LoadTime is how long the partition took to replay at open, and
-	// LoadRecords how many log entries it replayed.
+	// LoadTime is how long loading took at open (snapshots, then the
+	// journal once for every partition), and LoadRecords how many journal
+	// records this partition replayed.
 	LoadTime    time.Duration
 	LoadRecords int
+	// SnapshotIndex is the journal index the partition's newest snapshot
+	// written since open covers, and SnapshotBytes its size; 0 before one.
+	SnapshotIndex uint64
+	SnapshotBytes int64
 }
 
 // Stats describes every partition, for metrics and operators.
@@ -299,6 +307,8 @@ func (c *Coordinator) Stats() []PartitionStats {
 			s.Mappings = p.mappings.Len()
 			s.LoadTime = p.loadTime
 			s.LoadRecords = p.loadRecords
+			s.SnapshotIndex = p.snapshotIndex.Load()
+			s.SnapshotBytes = p.snapshotSize.Load()
 		}
 		out[i] = s
 	}

@@ -112,10 +112,8 @@ func TestBadInput(t *testing.T) {
 	if g := c.Groups(); len(g) != 0 {
 		t.Fatalf("bad input left groups %v", g)
 	}
-	for i := range c.parts {
-		if last := c.parts[i].log.LastIndex(); last != 0 {
-			t.Fatalf("partition %d has %d log entries after bad input only", i, last)
-		}
+	if last := c.journal.LastIndex(); last != 0 {
+		t.Fatalf("the journal has %d records after bad input only", last)
 	}
 }
 
@@ -241,7 +239,7 @@ func TestCorruptionRefusesToOpen(t *testing.T) {
 		}
 	}
 	c.Close()
-	segs, _ := filepath.Glob(filepath.Join(dir, "p0000", "0*"))
+	segs, _ := filepath.Glob(filepath.Join(JournalDir(dir), "0*"))
 	if len(segs) == 0 {
 		t.Fatal("no segment files")
 	}
@@ -254,8 +252,8 @@ func TestCorruptionRefusesToOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(dir, opts)
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "partition 0") {
-		t.Fatalf("Open of a damaged log = %v, want ErrCorrupt naming partition 0", err)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "segment 0") {
+		t.Fatalf("Open of a damaged journal = %v, want ErrCorrupt naming the segment", err)
 	}
 }
 

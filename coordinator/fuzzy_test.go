@@ -65,7 +65,7 @@ func TestFuzzySnapshotIsExact(t *testing.T) {
 			if !ok || at <= 1 {
 				t.Fatalf("GroupAt = %v at %d", ok, at)
 			}
-			w, err := p.log.CreateSnapshot(1)
+			w, err := p.snaps.Create(1)
 			if err != nil {
 				t.Fatal(err)
 			}

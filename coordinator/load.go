@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/offsetd/offsetd/cache"
@@ -11,103 +12,179 @@ import (
 
 var errStopped = errors.New("coordinator: stopped while loading")
 
-// load opens the partition's log and rebuilds the tables from the newest
-// snapshot that reads back whole, plus the log after it. A damaged snapshot
-// falls back to the one before it, whose log tail is kept for that; if no
-// snapshot is usable and the log no longer starts at its first entry, load
-// fails rather than serve a silently shorter state.
-func (p *partition) load(dir string, opts log.Options, stop <-chan struct{}) error {
-	start := time.Now()
-	l, err := log.Open(dir, opts)
-	if err != nil {
-		return err
-	}
-	if err := p.loadFrom(l, stop); err != nil {
-		l.Close()
-		return err
-	}
-	p.log = l
-	p.loadTime = time.Since(start)
-	if p.observer != nil {
-		p.observer.ObserveLoad(p.id, p.loadRecords, p.loadTime)
-	}
-	return nil
-}
+// Loading: every partition loads its newest good snapshot (in parallel),
+// then the journal is read once, from the lowest index any partition
+// needs, and each record goes to its partition unless that partition's
+// snapshot already holds it. Partitions apply their records on goroutines
+// of their own, so they load in parallel too.
 
-func (p *partition) loadFrom(l *log.Log, stop <-chan struct{}) error {
-	snaps, err := l.Snapshots()
+// loadSnapshot rebuilds the partition's tables from its newest snapshot
+// that reads back whole and that the journal, holding records first to
+// last, continues. A snapshot ahead of the journal (its tail was cut) is
+// removed, so that it is never loaded later, once new records have taken
+// its indexes. A damaged snapshot falls back to the one before it. With no
+// usable snapshot the journal must still start at its first record;
+// otherwise loading fails rather than serve a silently shorter state.
+func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error {
+	list, err := snaps.List()
 	if err != nil {
 		return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
 	}
-	from := uint64(1)
-	p.lastSnapshot = 0
-	for _, index := range snaps {
-		p.resetTables()
-		if index > l.LastIndex() {
-			// Possible only without fsync (UnsafeNoSync): the snapshot was
-			// synced, the log entries it covers were lost. Loading it would
-			// hand out indexes it already covers.
-			p.logger.Warn("snapshot is ahead of the log; falling back to the one before it",
-				"partition", p.id, "snapshot", index, "lastIndex", l.LastIndex())
-			continue
+	if len(list) > 0 {
+		p.maxSeen = max(p.maxSeen, list[0])
+	}
+	if len(list) > 0 && list[0] > last {
+		p.logger.Warn("removing snapshots ahead of the journal, whose end was cut",
+			"partition", p.id, "newest", list[0], "lastIndex", last)
+		if err := snaps.RemoveAfter(last); err != nil {
+			return err
 		}
-		if index+1 < l.FirstIndex() {
-			p.logger.Warn("snapshot is older than the log it needs; trying an older one is no use",
-				"partition", p.id, "snapshot", index, "firstIndex", l.FirstIndex())
+		for len(list) > 0 && list[0] > last {
+			list = list[1:]
+		}
+	}
+	p.lastSnapshot, p.prevSnapshot = 0, 0
+	for i, index := range list {
+		p.resetTables()
+		if index+1 < first {
+			p.logger.Warn("snapshot is older than the journal it needs; trying an older one is no use",
+				"partition", p.id, "snapshot", index, "firstIndex", first)
 			break
 		}
 		var err error
 		p.offsets.Update(func(w cache.OffsetsWriter) {
-			err = l.ReadSnapshot(index, func(typ byte, payload []byte) error {
+			err = snaps.Read(index, func(typ byte, payload []byte) error {
 				return p.apply(w, index, typ, payload)
 			})
+			w.SetApplied(index)
 		})
 		if err != nil {
-			p.logger.Warn("snapshot unreadable; falling back to the one before it and a longer log tail",
+			p.logger.Warn("snapshot unreadable; falling back to the one before it and a longer journal",
 				"partition", p.id, "snapshot", index, "err", err)
 			continue
 		}
 		p.lastSnapshot = index
-		from = index + 1
+		if i+1 < len(list) {
+			p.prevSnapshot = list[i+1]
+		}
 		break
 	}
 	if p.lastSnapshot == 0 {
 		p.resetTables()
-		if first := l.FirstIndex(); first > 1 {
-			return fmt.Errorf("%w: partition %d: no usable snapshot (of %d) and the log starts at index %d",
-				ErrCorrupt, p.id, len(snaps), first)
+		if first > 1 {
+			return fmt.Errorf("%w: partition %d: no usable snapshot (of %d) and the journal starts at index %d",
+				ErrCorrupt, p.id, len(list), first)
 		}
-		if len(snaps) > 0 {
-			p.logger.Warn("no usable snapshot; replaying the whole log", "partition", p.id)
+		if len(list) > 0 {
+			p.logger.Warn("no usable snapshot; replaying the whole journal", "partition", p.id)
 		}
 	}
+	for _, at := range p.capturedAt {
+		p.maxSeen = max(p.maxSeen, at)
+	}
+	p.keepFrom.Store(p.prevSnapshot + 1)
+	return nil
+}
 
-	n := 0
-	var bytes int64
-	p.offsets.Update(func(w cache.OffsetsWriter) {
-		err = l.Replay(from, func(index uint64, typ byte, payload []byte) error {
-			if n++; n&0xffff == 0 {
-				select {
-				case <-stop:
-					return errStopped
-				default:
+// replayRecord is one journal record on its way to its partition. Its
+// payload aliases a segment the journal read and does not reuse.
+type replayRecord struct {
+	index   uint64
+	typ     byte
+	payload []byte
+}
+
+// replayChunk is how many records travel to a partition at once.
+const replayChunk = 1024
+
+// replayJournal reads the journal once from the lowest index a loading
+// partition needs and applies each record to its partition, partitions in
+// parallel. It returns the first error: the journal's (damage names the
+// segment and index), or a partition's (a record that does not apply).
+func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) error {
+	if len(loading) == 0 {
+		return nil
+	}
+	from := uint64(0)
+	for i, p := range loading {
+		if i == 0 || p.lastSnapshot+1 < from {
+			from = p.lastSnapshot + 1
+		}
+	}
+	in := make(map[int]bool, len(loading))
+	for _, p := range loading {
+		in[p.id] = true
+	}
+	type feed struct {
+		ch    chan []replayRecord
+		chunk []replayRecord
+	}
+	feeds := make([]feed, len(c.parts))
+	errs := make([]error, len(c.parts))
+	var appliers sync.WaitGroup
+	for _, p := range loading {
+		f := &feeds[p.id]
+		f.ch = make(chan []replayRecord, 4)
+		appliers.Add(1)
+		go func() {
+			defer appliers.Done()
+			for chunk := range f.ch {
+				if errs[p.id] != nil {
+					continue // drain
 				}
+				p.offsets.Update(func(w cache.OffsetsWriter) {
+					for _, r := range chunk {
+						if err := p.apply(w, r.index, r.typ, r.payload); err != nil {
+							errs[p.id] = fmt.Errorf("partition %d index %d: %w", p.id, r.index, err)
+							return
+						}
+					}
+				})
+				p.loadRecords += len(chunk)
 			}
-			bytes += int64(len(payload))
-			if err := p.apply(w, index, typ, payload); err != nil {
-				return fmt.Errorf("partition %d index %d: %w", p.id, index, err)
+		}()
+	}
+	n := 0
+	err := c.journal.Replay(from, func(index uint64, e log.Entry) error {
+		if n++; n&0xffff == 0 {
+			select {
+			case <-stop:
+				return errStopped
+			default:
 			}
+		}
+		if e.Partition >= len(c.parts) {
+			return fmt.Errorf("%w: journal record %d is of partition %d, but there are %d", ErrCorrupt, index, e.Partition, len(c.parts))
+		}
+		if !in[e.Partition] || index <= c.parts[e.Partition].lastSnapshot {
 			return nil
-		})
-		w.SetApplied(max(l.LastIndex(), p.lastSnapshot))
+		}
+		f := &feeds[e.Partition]
+		f.chunk = append(f.chunk, replayRecord{index, e.Type, e.Payload})
+		c.parts[e.Partition].sinceSnapshot += int64(len(e.Payload))
+		if len(f.chunk) == replayChunk {
+			f.ch <- f.chunk
+			f.chunk = make([]replayRecord, 0, replayChunk)
+		}
+		return nil
 	})
-	p.capturedAt = nil
+	for _, p := range loading {
+		f := &feeds[p.id]
+		if len(f.chunk) > 0 {
+			f.ch <- f.chunk
+		}
+		close(f.ch)
+	}
+	appliers.Wait()
+	last := c.journal.LastIndex()
+	for _, p := range loading {
+		p.offsets.Update(func(w cache.OffsetsWriter) { w.SetApplied(max(last, p.lastSnapshot)) })
+		p.capturedAt = nil
+	}
 	if err != nil {
 		return err
 	}
-	p.loadRecords = n
-	p.sinceSnapshot = bytes
-	return nil
+	return errors.Join(errs...)
 }
 
 // resetTables gives the partition empty tables, before it serves anything.
@@ -116,4 +193,86 @@ func (p *partition) resetTables() {
 	p.offsets = cache.NewOffsets()
 	p.mappings = cache.NewMappings()
 	p.switches = cache.NewSwitches()
+}
+
+// loadAll loads every partition: snapshots in parallel, then one pass over
+// the journal. Partitions whose snapshots fail to load fail alone; damage
+// in the journal fails every partition that was loading. Each partition
+// that loads gets its writer started.
+func (c *Coordinator) loadAll() {
+	go func() {
+		defer close(c.loaded)
+		start := time.Now()
+		first, last := c.journal.FirstIndex(), c.journal.LastIndex()
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, max(1, min(len(c.parts), maxLoaders())))
+		for _, p := range c.parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				select {
+				case <-c.stop:
+					p.loadErr = errStopped
+					return
+				default:
+				}
+				p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last)
+			}()
+		}
+		wg.Wait()
+		var loading []*partition
+		for _, p := range c.parts {
+			if p.loadErr == nil {
+				loading = append(loading, p)
+			} else {
+				c.fail(p)
+			}
+		}
+		if err := c.replayJournal(loading, c.stop); err != nil {
+			for _, p := range loading {
+				p.loadErr = err
+				c.fail(p)
+			}
+			return
+		}
+		next := last
+		for _, p := range c.parts {
+			next = max(next, p.maxSeen, p.lastSnapshot)
+		}
+		if err := c.journal.SkipTo(next + 1); err != nil {
+			for _, p := range loading {
+				p.loadErr = err
+				c.fail(p)
+			}
+			return
+		}
+		c.committer = log.NewCommitter(c.journal)
+		took := time.Since(start)
+		for _, p := range loading {
+			p.loadTime = took
+			if p.observer != nil {
+				p.observer.ObserveLoad(p.id, p.loadRecords, took)
+			}
+			keys, groups := p.offsets.Len()
+			c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
+				"mappings", p.mappings.Len(), "took", took)
+			p.committer = c.committer
+			c.writers.Add(1)
+			go func() {
+				defer c.writers.Done()
+				p.run(c.stop)
+			}()
+			p.state.Store(stateReady)
+		}
+	}()
+}
+
+// fail marks a partition that could not load.
+func (c *Coordinator) fail(p *partition) {
+	p.state.Store(stateFailed)
+	if !errors.Is(p.loadErr, errStopped) {
+		c.opts.Logger.Error("partition failed to load", "partition", p.id, "err", p.loadErr)
+	}
 }

@@ -16,8 +16,14 @@ import (
 // count and hash decide where every record lives, so they can never change.
 const metaFile = "offsetd.meta"
 
-// formatVersion is the version of the data directory's layout.
-const formatVersion = 1
+// The versions of the data directory's layout. Format 1 kept a log per
+// partition (p0000/…); format 2 keeps one journal for every partition
+// (journal/) and the snapshots per partition (snapshots/p0000/…). Open
+// converts format 1 to 2.
+const (
+	format1       = 1
+	formatVersion = 2
+)
 
 type meta struct {
 	Format     int    `json:"format"`
@@ -26,32 +32,37 @@ type meta struct {
 }
 
 // loadOrCreateMeta reads dir's meta file, or writes one for a new directory,
-// and checks it against the options.
-func loadOrCreateMeta(dir string, partitions int) error {
+// checks it against the options, and returns the directory's format.
+func loadOrCreateMeta(dir string, partitions int) (int, error) {
 	path := filepath.Join(dir, metaFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		m := meta{Format: formatVersion, Partitions: partitions, Hash: partitioner.Hash}
-		b, _ := json.Marshal(m)
-		return writeFileAtomic(path, append(b, '\n'))
+		return formatVersion, writeMeta(dir, partitions)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var m meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 	}
-	if m.Format != formatVersion {
-		return fmt.Errorf("coordinator: %s: unsupported format %d (want %d)", path, m.Format, formatVersion)
+	if m.Format != formatVersion && m.Format != format1 {
+		return 0, fmt.Errorf("coordinator: %s: unsupported format %d (want %d or %d)", path, m.Format, format1, formatVersion)
 	}
 	if m.Hash != partitioner.Hash {
-		return fmt.Errorf("%w: %s says hash %q, this build uses %q", ErrPartitionMismatch, path, m.Hash, partitioner.Hash)
+		return 0, fmt.Errorf("%w: %s says hash %q, this build uses %q", ErrPartitionMismatch, path, m.Hash, partitioner.Hash)
 	}
 	if m.Partitions != partitions {
-		return fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
+		return 0, fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
 	}
-	return nil
+	return m.Format, nil
+}
+
+// writeMeta writes the meta file of the current format, atomically.
+func writeMeta(dir string, partitions int) error {
+	m := meta{Format: formatVersion, Partitions: partitions, Hash: partitioner.Hash}
+	b, _ := json.Marshal(m)
+	return writeFileAtomic(filepath.Join(dir, metaFile), append(b, '\n'))
 }
 
 // ReadPartitions returns the partition count a data directory was created
@@ -114,4 +125,55 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
 	}
 	return f, nil
+}
+
+// Layout names the files of a data directory, for tools that read one
+// offline (offsetd verify and dump).
+type Layout struct {
+	// Format is the directory's format: 2, or 1 until a coordinator opens
+	// it and converts it.
+	Format     int
+	Partitions int
+	// Logs are the directories of segments: the journal, or in format 1 a
+	// log per partition.
+	Logs []LogDir
+	// Snapshots holds, per partition, the directory of its snapshots.
+	Snapshots []string
+}
+
+// LogDir is a directory of log segments.
+type LogDir struct {
+	Dir string
+	// Partition is the partition of the records of a format-1 log, which
+	// carry none; the journal's records carry their own (0 here).
+	Partition int
+}
+
+// ReadLayout reads the meta file of a data directory and returns where its
+// files are.
+func ReadLayout(dir string) (Layout, error) {
+	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return Layout{}, err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Layout{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, metaFile, err)
+	}
+	l := Layout{Format: m.Format, Partitions: m.Partitions}
+	switch m.Format {
+	case format1:
+		for i := range m.Partitions {
+			l.Logs = append(l.Logs, LogDir{Dir: format1Dir(dir, i), Partition: i})
+			l.Snapshots = append(l.Snapshots, format1Dir(dir, i))
+		}
+	case formatVersion:
+		l.Logs = []LogDir{{Dir: JournalDir(dir)}}
+		for i := range m.Partitions {
+			l.Snapshots = append(l.Snapshots, SnapshotDir(dir, i))
+		}
+	default:
+		return Layout{}, fmt.Errorf("coordinator: %s: unsupported format %d", metaFile, m.Format)
+	}
+	return l, nil
 }

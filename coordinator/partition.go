@@ -47,7 +47,11 @@ type partition struct {
 	loadTime    time.Duration // set before state becomes stateReady
 	loadRecords int           // log entries replayed; set before stateReady
 
-	log *log.Log // owned by the loader, then by the writer goroutine
+	// committer makes the partition's batches durable in the journal that
+	// every partition shares; set before the writer starts.
+	committer *log.Committer
+	snaps     *log.Snapshots // the partition's snapshot files
+	entries   []log.Entry    // the batch being committed
 
 	// Writer-goroutine state for the batch being built.
 	pending   []pendingEntry
@@ -62,15 +66,29 @@ type partition struct {
 
 	changed *signal // fires after every applied batch
 
-	// Snapshot state, owned by the writer goroutine.
-	snapshotBytes int64           // Options.SnapshotBytes
-	lastSnapshot  uint64          // index of the newest good snapshot, 0 if none
-	lastSnapSize  int64           // its size in bytes
-	sinceSnapshot int64           // payload bytes appended since it
-	snapshotting  bool            // a snapshot goroutine is running
-	snapDone      chan snapResult // its result
-	snapWaiting   []chan error    // callers of Snapshot waiting for the next snapshot to start
-	snapRunning   []chan error    // callers of Snapshot waiting for the running one
+	// Snapshot state, owned by the loader, then by the writer goroutine.
+	snapshotBytes int64  // the least journal bytes between two snapshots
+	lastSnapshot  uint64 // index of the newest good snapshot, 0 if none
+	prevSnapshot  uint64 // index of the one before it, kept to fall back to; 0 if none
+	lastSnapSize  int64  // the newest one's size in bytes
+	sinceSnapshot int64  // payload bytes appended since it
+	maxSeen       uint64 // the highest index a snapshot named at load
+	// keepFrom is the lowest journal index the partition may still need:
+	// the record after its previous snapshot, which it falls back to if
+	// the newest is damaged. The journal is truncated below the lowest of
+	// all partitions'.
+	keepFrom      atomic.Uint64
+	snapAsked     chan struct{} // asks for a snapshot; holds at most one
+	snapPinning   bool          // a snapshot was asked for because the partition pins the journal
+	snapshotIndex atomic.Uint64 // lastSnapshot, for Stats
+	snapshotSize  atomic.Int64  // lastSnapSize, for Stats
+	// onSnapshot is called on the snapshot goroutine after each snapshot
+	// is durable, to truncate the journal.
+	onSnapshot   func()
+	snapshotting bool            // a snapshot goroutine is running
+	snapDone     chan snapResult // its result
+	snapWaiting  []chan error    // callers of Snapshot waiting for the next snapshot to start
+	snapRunning  []chan error    // callers of Snapshot waiting for the running one
 }
 
 // request is one call waiting for the writer goroutine.
@@ -100,21 +118,23 @@ type pendingEntry struct {
 	start, end int
 }
 
-func newPartition(id int, opts Options, switched *signal) *partition {
+func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) *partition {
 	return &partition{
-		id:       id,
-		logger:   opts.Logger,
-		observer: opts.Observer,
-		reqs:     make(chan *request, maxBatchRequests),
-		offsets:  cache.NewOffsets(),
-		mappings: cache.NewMappings(),
-		switches: cache.NewSwitches(),
-		switched: switched,
-		batchGen: make(map[string]int32),
-		topics:   make(map[string]string),
-		changed:  newSignal(),
+		snaps:     snaps,
+		snapAsked: make(chan struct{}, 1),
+		id:        id,
+		logger:    opts.Logger,
+		observer:  opts.Observer,
+		reqs:      make(chan *request, maxBatchRequests),
+		offsets:   cache.NewOffsets(),
+		mappings:  cache.NewMappings(),
+		switches:  cache.NewSwitches(),
+		switched:  switched,
+		batchGen:  make(map[string]int32),
+		topics:    make(map[string]string),
+		changed:   newSignal(),
 
-		snapshotBytes: opts.SnapshotBytes,
+		snapshotBytes: snapshotFloor(opts),
 		snapDone:      make(chan snapResult, 1),
 	}
 }
@@ -168,6 +188,9 @@ func (p *partition) run(stop <-chan struct{}) {
 			p.maybeSnapshot(stop)
 		case res := <-p.snapDone:
 			p.finishSnapshot(res, stop)
+		case <-p.snapAsked:
+			p.snapPinning = true
+			p.maybeSnapshot(stop)
 		}
 	}
 }
@@ -221,23 +244,24 @@ func (p *partition) flush() {
 		p.buf.Reset()
 		clear(p.batchGen)
 	}()
-	entries := make([]log.Entry, len(p.pending))
-	for i, e := range p.pending {
-		entries[i] = log.Entry{Type: e.req.typ, Payload: p.buf.B[e.start:e.end]}
+	entries := p.entries[:0]
+	for _, e := range p.pending {
+		entries = append(entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: p.buf.B[e.start:e.end]})
 	}
+	defer func() {
+		clear(entries)
+		p.entries = entries[:0]
+	}()
 	start := time.Now()
-	first, _, err := p.log.Append(entries)
+	first, _, err := p.committer.Commit(entries)
 	if p.observer != nil {
 		p.observer.ObserveAppend(p.id, len(entries), p.buf.Len(), time.Since(start), err)
 	}
 	if err != nil {
 		err = fmt.Errorf("%w: partition %d: %w", ErrWriteFailed, p.id, err)
-		p.logger.Error("log append failed; repairing the partition's log", "partition", p.id, "err", err)
+		p.logger.Error("journal append failed; the journal repairs itself before the next write", "partition", p.id, "err", err)
 		for _, e := range p.pending {
 			e.req.done <- result{err: err}
-		}
-		if rerr := p.log.Recover(); rerr != nil {
-			p.logger.Error("log repair failed; will retry before the next write", "partition", p.id, "err", rerr)
 		}
 		return
 	}

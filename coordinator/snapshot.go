@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -12,45 +11,65 @@ import (
 	"github.com/offsetd/offsetd/cache"
 )
 
-// Snapshots bound the log and the restart time. When a partition has
-// appended enough since its last snapshot, a background goroutine writes
-// the live state as of log index S: it lists the groups, then reads them one
-// at a time under a short read lock while the writer goes on committing. So
-// each group is captured exactly as of some index J >= S (the table's
-// applied index under that lock), which its record carries. On load, the
-// log from S+1 is replayed over the snapshot, skipping for each group the
-// records up to its J: the group's keys, generation, version and last
-// commit come out as if the whole log had been replayed. Once the snapshot
-// is durable the previous one's log is dropped, keeping that snapshot and
-// its tail so that a damaged newest snapshot can fall back to it.
+// Snapshots bound the journal and the restart time. A partition snapshots
+// once the journal bytes it appended since its last snapshot reach the
+// size of that snapshot (at least Options.SnapshotBytes shared out over
+// the partitions), so disk and restart time follow the live state, not the
+// history. A background goroutine writes the live state as of journal
+// index S (the journal's last index when it starts: the partition has
+// applied every record of its own up to there): it lists the groups, then
+// reads them one at a time under a short read lock while the writer goes
+// on committing. So each group is captured exactly as of some index J >= S
+// (the table's applied index under that lock), which its record carries.
+// On load, the journal from S+1 is replayed over the snapshot, skipping for
+// each group the records up to its J: the group's keys, generation,
+// version and last commit come out as if the whole journal had been
+// replayed.
+//
+// Each partition keeps its newest snapshot and the one before it, to fall
+// back to if the newest is damaged; so it needs the journal from the
+// record after the previous one (keepFrom). The journal drops whole
+// segments below the lowest keepFrom of all partitions. A quiet partition
+// that holds that lowest point is asked to snapshot (it is small), so it
+// never pins the journal for long.
 
 // maxSnapEntries bounds the offsets in one snapshot record.
 const maxSnapEntries = 1024
+
+// snapshotFloor is the least journal bytes a partition appends between
+// two snapshots.
+func snapshotFloor(opts Options) int64 {
+	if opts.SnapshotBytes < 0 {
+		return -1
+	}
+	return max(opts.SnapshotBytes/int64(opts.Partitions), 4<<10)
+}
 
 type snapResult struct {
 	index uint64
 	size  int64
 	took  time.Duration
 	err   error
-	// The truncation that followed, if any.
-	truncated    bool
-	truncateTook time.Duration
-	truncateErr  error
+	// The removal of older snapshots that followed, if any.
+	removeErr error
 }
 
 // maybeSnapshot starts a snapshot when enough has been appended since the
-// last one, or when Snapshot asked for one.
+// last one, or when Snapshot (or the journal's truncation) asked for one.
 func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	if p.snapshotting {
 		return
 	}
-	asked := len(p.snapWaiting) > 0
+	asked := len(p.snapWaiting) > 0 || p.snapPinning
 	due := p.snapshotBytes >= 0 && p.sinceSnapshot >= max(p.snapshotBytes, p.lastSnapSize)
 	if !asked && !due {
 		return
 	}
+	p.snapPinning = false
 	p.snapRunning, p.snapWaiting = p.snapWaiting, nil
-	index := p.log.LastIndex()
+	// Every record of this partition up to the journal's last index is
+	// applied: its writer is here, between batches.
+	index := p.committer.LastIndex()
 	if index == 0 || index == p.lastSnapshot {
 		p.answerSnapshot(nil) // nothing new to capture
 		return
@@ -61,15 +80,23 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	go func() {
 		start := time.Now()
 		res := snapResult{index: index}
-		res.size, res.err = p.writeSnapshot(index, stop)
+		// Under UnsafeNoSync the journal is synced first: a snapshot must
+		// never cover records a machine crash could take back.
+		if res.err = p.committer.Sync(); res.err == nil {
+			res.size, res.err = p.writeSnapshot(index, stop)
+		}
 		res.took = time.Since(start)
-		if res.err == nil && prev != 0 {
-			// Unlinking segments can take milliseconds each: done here, off
-			// the writer goroutine, commits do not wait for it.
-			start = time.Now()
-			res.truncated = true
-			res.truncateErr = p.truncate(prev)
-			res.truncateTook = time.Since(start)
+		if res.err == nil {
+			// The newest and the previous snapshot stay. Then the journal
+			// may drop what no partition needs; unlinking files can take
+			// milliseconds each, so it is done here, off the writer.
+			p.keepFrom.Store(prev + 1)
+			if prev != 0 {
+				res.removeErr = p.snaps.RemoveBefore(prev)
+			}
+			if p.onSnapshot != nil {
+				p.onSnapshot()
+			}
 		}
 		p.snapDone <- res
 	}()
@@ -78,7 +105,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 // writeSnapshot writes the tables as of index (at least) to a snapshot file.
 // It runs beside the writer goroutine and takes only short read locks.
 func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, error) {
-	w, err := p.log.CreateSnapshot(index)
+	w, err := p.snaps.Create(index)
 	if err != nil {
 		return 0, err
 	}
@@ -130,8 +157,7 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 	return w.Commit()
 }
 
-// finishSnapshot runs on the writer goroutine once a snapshot is written:
-// the log before the previous snapshot, and older snapshots, go.
+// finishSnapshot runs on the writer goroutine once a snapshot is written.
 func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 	p.snapshotting = false
 	defer p.maybeSnapshot(stop) // one asked for while this one ran
@@ -141,21 +167,18 @@ func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 	if res.err != nil {
 		p.answerSnapshot(res.err)
 		if !errors.Is(res.err, errStopped) {
-			p.logger.Error("snapshot failed; the log keeps growing until one succeeds", "partition", p.id, "err", res.err)
+			p.logger.Error("snapshot failed; the journal keeps growing until one succeeds", "partition", p.id, "err", res.err)
 		}
 		return
 	}
 	p.logger.Debug("snapshot written", "partition", p.id, "index", res.index, "bytes", res.size, "took", res.took)
-	p.lastSnapshot, p.lastSnapSize = res.index, res.size
-	if res.truncated {
-		if mo, ok := p.observer.(MaintenanceObserver); ok {
-			mo.ObserveTruncate(p.id, res.truncateTook, res.truncateErr)
-		}
-		if res.truncateErr != nil {
-			p.logger.Error("dropping the log before the previous snapshot failed", "partition", p.id, "err", res.truncateErr)
-		}
+	p.prevSnapshot, p.lastSnapshot, p.lastSnapSize = p.lastSnapshot, res.index, res.size
+	p.snapshotIndex.Store(res.index)
+	p.snapshotSize.Store(res.size)
+	if res.removeErr != nil {
+		p.logger.Error("removing older snapshots failed", "partition", p.id, "err", res.removeErr)
 	}
-	p.answerSnapshot(res.truncateErr)
+	p.answerSnapshot(res.removeErr)
 }
 
 // answerSnapshot tells the callers of Snapshot waiting for the snapshot
@@ -167,15 +190,13 @@ func (p *partition) answerSnapshot(err error) {
 	p.snapRunning = nil
 }
 
-// truncate keeps the snapshot at prev and the log after it, and drops what
-// is older. It runs on the snapshot goroutine, beside the writer.
-func (p *partition) truncate(prev uint64) error {
-	if prev+1 > p.log.FirstIndex() {
-		if err := p.log.TruncateFront(prev + 1); err != nil {
-			return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
-		}
+// askSnapshot asks the partition's writer for a snapshot soon, without
+// waiting for it.
+func (p *partition) askSnapshot() {
+	select {
+	case p.snapAsked <- struct{}{}:
+	default:
 	}
-	return p.log.RemoveSnapshotsBefore(prev)
 }
 
 // stopSnapshot waits for a running snapshot at Close (c.stop makes it
@@ -185,7 +206,7 @@ func (p *partition) stopSnapshot() {
 		p.snapshotting = false
 		res := <-p.snapDone
 		if res.err == nil {
-			p.lastSnapshot, p.lastSnapSize = res.index, res.size
+			p.prevSnapshot, p.lastSnapshot, p.lastSnapSize = p.lastSnapshot, res.index, res.size
 		}
 		p.answerSnapshot(res.err)
 	}
@@ -193,10 +214,62 @@ func (p *partition) stopSnapshot() {
 	p.answerSnapshot(ErrClosed)
 }
 
-// Snapshot writes a snapshot of every partition's state now, drops each
-// log's entries before the partition's previous snapshot, and returns once
-// every partition is done. It is what the coordinator does by itself every
-// Options.SnapshotBytes of log; operators call it before a backup.
+// truncateJournal drops the journal's segments that no partition needs,
+// and asks the partitions that alone hold back a whole segment to
+// snapshot. It runs after snapshots, on their goroutines, one at a time.
+func (c *Coordinator) truncateJournal() {
+	c.truncating.Lock()
+	defer c.truncating.Unlock()
+	if c.isClosed.Load() {
+		return
+	}
+	start := time.Now()
+	lowest := uint64(0)
+	for i, p := range c.parts {
+		if p.state.Load() != stateReady {
+			return // a partition that did not load may need it all
+		}
+		if k := p.keepFrom.Load(); i == 0 || k < lowest {
+			lowest = k
+		}
+	}
+	var pinning []*partition
+	second := uint64(0) // the lowest keepFrom of the others
+	for _, p := range c.parts {
+		if k := p.keepFrom.Load(); k == lowest {
+			pinning = append(pinning, p)
+		} else if second == 0 || k < second {
+			second = k
+		}
+	}
+	n, err := c.journal.SegmentsBefore(lowest)
+	if err == nil && n > 0 {
+		err = c.journal.TruncateFront(lowest)
+		if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
+			mo.ObserveTruncate(-1, time.Since(start), err)
+		}
+	}
+	if err != nil {
+		c.opts.Logger.Error("dropping the journal's front failed", "err", err)
+		return
+	}
+	// Partitions far behind the others hold the journal back: if the
+	// others would free at least one more segment, they snapshot (twice
+	// in all, as each keeps its previous snapshot) and let go.
+	if second == 0 {
+		return
+	}
+	if n, err := c.journal.SegmentsBefore(second); err == nil && n > 0 {
+		for _, p := range pinning {
+			p.askSnapshot()
+		}
+	}
+}
+
+// Snapshot writes a snapshot of every partition's state now, drops what
+// the journal no longer needs, and returns once every partition is done.
+// It is what the coordinator does by itself as the journal grows;
+// operators call it before a backup.
 func (c *Coordinator) Snapshot(ctx context.Context) error {
 	waits := make([]chan error, len(c.parts))
 	for i, p := range c.parts {

@@ -19,7 +19,7 @@ import (
 // snapshotFiles lists partition 0's snapshot files.
 func snapshotFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "p0000", "snap.*"))
+	files, err := filepath.Glob(filepath.Join(SnapshotDir(dir, 0), "snap.*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestSnapshotThenTail(t *testing.T) {
 	if err := c.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.parts[0].log.FirstIndex(); got <= first {
+	if got := c.journal.FirstIndex(); got <= first {
 		t.Fatalf("log FirstIndex = %d, want past the first snapshot at %d", got, first)
 	}
 	if n := len(snapshotFiles(t, dir)); n != 2 {
@@ -165,7 +165,7 @@ func TestSnapshotFallback(t *testing.T) {
 			if got := dumpState(t, c); got != want {
 				t.Fatalf("state after fallback differs:\n got %s\nwant %s", got, want)
 			}
-			if c.parts[0].log.FirstIndex() == 1 {
+			if c.journal.FirstIndex() == 1 {
 				t.Fatal("the log was never truncated: the test proves nothing about a lost tail")
 			}
 			c.Close()
@@ -233,7 +233,7 @@ func TestTombstonesGoneAfterSnapshot(t *testing.T) {
 	if size := dirSize(t, dir); size > 3*4096 {
 		t.Fatalf("data dir holds %d bytes after deleting everything and two snapshots", size)
 	}
-	rep, err := log.Inspect(filepath.Join(dir, "p0000"), nil)
+	rep, err := log.Inspect(JournalDir(dir), 0, nil)
 	if err != nil || rep.Segments > 2 {
 		t.Fatalf("log still holds %d segments (%v)", rep.Segments, err)
 	}

@@ -59,8 +59,8 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 	var sum int
-	fn := func(index uint64, typ byte, payload []byte) error {
-		sum += len(payload)
+	fn := func(index uint64, e Entry) error {
+		sum += len(e.Payload)
 		return nil
 	}
 	b.ReportAllocs()
@@ -78,11 +78,11 @@ func BenchmarkReplay(b *testing.B) {
 }
 
 func BenchmarkDecodeFrame(b *testing.B) {
-	frame := appendFrame(nil, 1, bytes.Repeat([]byte{'x'}, benchPayloadSize))
+	frame := appendFrame(nil, frameRecord, 1, bytes.Repeat([]byte{'x'}, benchPayloadSize))
 	b.ReportAllocs()
 	b.SetBytes(int64(len(frame)))
 	for b.Loop() {
-		if _, _, err := decodeFrame(frame); err != nil {
+		if _, err := decodeFrame(frame); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -45,6 +45,11 @@ const (
 	errSnapHeader   corruption = "snapshot header missing or damaged"
 	errSnapShort    corruption = "snapshot cut short"
 	errSnapFooter   corruption = "snapshot footer damaged or record count wrong"
+	errBatchBody    corruption = "batch records do not fill the batch, though its checksum passed"
+	errIndexOrder   corruption = "record indexes do not increase"
+	errAfterClean   corruption = "damage at the end of a journal that was closed cleanly"
+	errCleanDiffers corruption = "the journal does not end where its clean close recorded"
+	errCleanMarker  corruption = "clean-close marker damaged"
 )
 
 // CorruptError locates damage in a log directory. It matches ErrCorrupt

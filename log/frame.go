@@ -8,43 +8,60 @@ import (
 // The frame format; see the package documentation. These constants are
 // part of the on-disk format: they never change.
 const (
-	frameVersion = 1                          // the only version written or read
+	frameRecord  = 1                          // version of a frame holding one record (format 1, read only)
+	frameBatch   = 2                          // version of a frame holding one batch of records
 	frameHeader  = 2                          // version byte, type byte
 	frameTrailer = 4                          // crc32c, little endian
 	minFrameSize = frameHeader + frameTrailer // a frame with an empty payload
+
+	// batchType is the type byte of a batch frame.
+	batchType = 1
 )
 
 // castagnoli is the CRC32C table; crc32 recognises it and uses the CPU's
 // CRC32 instruction where there is one.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// appendFrame appends the frame of one entry to dst.
-func appendFrame(dst []byte, typ byte, payload []byte) []byte {
+// appendFrame appends a frame of the given version and type to dst.
+func appendFrame(dst []byte, version, typ byte, payload []byte) []byte {
 	start := len(dst)
-	dst = append(dst, frameVersion, typ)
+	dst = append(dst, version, typ)
 	dst = append(dst, payload...)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// sealFrame appends the checksum to a frame whose version, type and payload
+// were appended to dst from start on.
+func sealFrame(dst []byte, start int) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
 // frameSize is the length of the frame of a payload of n bytes.
 func frameSize(n int) int { return n + minFrameSize }
 
-// decodeFrame checks one frame and returns its type and payload, which
-// alias b. The checksum is checked first, so that a frame from a future
-// format version with an intact checksum is reported as such.
-func decodeFrame(b []byte) (typ byte, payload []byte, err error) {
+// frame is one decoded frame; payload aliases the bytes it was read from.
+type frame struct {
+	version byte
+	typ     byte
+	payload []byte
+}
+
+// decodeFrame checks one frame and returns it. The checksum is checked
+// first, so that a frame of a future version with an intact checksum is
+// reported as such.
+func decodeFrame(b []byte) (frame, error) {
 	if len(b) < minFrameSize {
-		return 0, nil, errFrameShort
+		return frame{}, errFrameShort
 	}
 	body := b[:len(b)-frameTrailer]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(body):]) {
-		return 0, nil, errFrameCRC
+		return frame{}, errFrameCRC
 	}
-	if body[0] != frameVersion {
-		return 0, nil, errFrameVersion
+	switch {
+	case body[0] != frameRecord && body[0] != frameBatch:
+		return frame{}, errFrameVersion
+	case body[1] == 0, body[0] == frameBatch && body[1] != batchType:
+		return frame{}, errFrameType
 	}
-	if body[1] == 0 {
-		return 0, nil, errFrameType
-	}
-	return body[1], body[frameHeader:], nil
+	return frame{version: body[0], typ: body[1], payload: body[frameHeader:]}, nil
 }

@@ -17,16 +17,17 @@ const testPartition = 7
 
 // record is an entry as Replay or Inspect delivered it, copied.
 type record struct {
-	Index   uint64
-	Type    byte
-	Payload string
+	Index     uint64
+	Partition int
+	Type      byte
+	Payload   string
 }
 
 // testEntry is entry i of a deterministic sequence, of varied sizes.
 func testEntry(i int) Entry {
 	p := fmt.Appendf(nil, "entry %d ", i)
 	p = append(p, bytes.Repeat([]byte{byte('a' + i%26)}, i*7%40)...)
-	return Entry{Type: byte(i%250 + 1), Payload: p}
+	return Entry{Partition: i % 7, Type: byte(i%250 + 1), Payload: p}
 }
 
 func testEntries(from, n int) []Entry {
@@ -41,7 +42,7 @@ func testEntries(from, n int) []Entry {
 func records(first uint64, entries []Entry) []record {
 	rs := make([]record, len(entries))
 	for i, e := range entries {
-		rs[i] = record{first + uint64(i), e.Type, string(e.Payload)}
+		rs[i] = record{first + uint64(i), e.Partition, e.Type, string(e.Payload)}
 	}
 	return rs
 }
@@ -106,6 +107,14 @@ func mustOpen(t testing.TB, dir string, opts Options) *Log {
 	return l
 }
 
+// crash removes the clean-close marker of a closed log in dir: what a crash
+// leaves instead of a Close, once the syncs are done.
+func crash(t interface{ Fatal(...any) }, dir string) {
+	if err := os.Remove(filepath.Join(dir, cleanName)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustClose(t testing.TB, l *Log) {
 	t.Helper()
 	if err := l.Close(); err != nil {
@@ -113,8 +122,21 @@ func mustClose(t testing.TB, l *Log) {
 	}
 }
 
-// mustAppend appends entries and checks they got the next indexes.
+// mustAppend appends entries, each as a batch of its own (so that, in a
+// log that starts empty, a record's index is its batch's wal index, which
+// names segment files), and checks they got the next indexes.
 func mustAppend(t testing.TB, l *Log, entries []Entry) []record {
+	t.Helper()
+	var rs []record
+	for _, e := range entries {
+		rs = append(rs, mustAppendBatch(t, l, []Entry{e})...)
+	}
+	return rs
+}
+
+// mustAppendBatch appends entries as one batch and checks they got the
+// next indexes.
+func mustAppendBatch(t testing.TB, l *Log, entries []Entry) []record {
 	t.Helper()
 	want := l.LastIndex() + 1
 	first, last, err := l.Append(entries)
@@ -130,9 +152,9 @@ func mustAppend(t testing.TB, l *Log, entries []Entry) []record {
 	return records(first, entries)
 }
 
-func collect(rs *[]record) func(uint64, byte, []byte) error {
-	return func(index uint64, typ byte, payload []byte) error {
-		*rs = append(*rs, record{index, typ, string(payload)})
+func collect(rs *[]record) func(uint64, Entry) error {
+	return func(index uint64, e Entry) error {
+		*rs = append(*rs, record{index, e.Partition, e.Type, string(e.Payload)})
 		return nil
 	}
 }

@@ -23,7 +23,7 @@ func TestInspect(t *testing.T) {
 	mustClose(t, l)
 
 	var got []record
-	rep, err := Inspect(dir, collect(&got))
+	rep, err := Inspect(dir, testPartition, collect(&got))
 	if err != nil {
 		t.Fatalf("Inspect: %v", err)
 	}
@@ -37,19 +37,19 @@ func TestInspect(t *testing.T) {
 		}
 		size += fi.Size()
 	}
-	if rep.Segments != len(segs) || rep.Entries != len(want) || rep.Bytes != size ||
+	if rep.Segments != len(segs) || rep.Records != len(want) || rep.Bytes != size ||
 		rep.FirstIndex != front || rep.LastIndex != 40 || rep.TornTailBytes != 0 || len(rep.Leftovers) != 0 {
 		t.Fatalf("Inspect = %+v; want %d segments, %d entries, %d bytes, indexes %d-40", rep, len(segs), len(want), size, front)
 	}
 
 	stop := errors.New("stop")
-	if _, err := Inspect(dir, func(uint64, byte, []byte) error { return stop }); err != stop {
+	if _, err := Inspect(dir, testPartition, func(uint64, Entry) error { return stop }); err != stop {
 		t.Fatalf("Inspect with a failing callback: err = %v, want it as is", err)
 	}
-	if rep, err := Inspect(t.TempDir(), nil); err != nil || rep.Segments != 0 || rep.FirstIndex != 1 || rep.LastIndex != 0 {
+	if rep, err := Inspect(t.TempDir(), testPartition, nil); err != nil || rep.Segments != 0 || rep.FirstIndex != 1 || rep.LastIndex != 0 {
 		t.Fatalf("Inspect of an empty directory = %+v, %v", rep, err)
 	}
-	if _, err := Inspect(filepath.Join(dir, "missing"), nil); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Inspect(filepath.Join(dir, "missing"), testPartition, nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Inspect of a missing directory: err = %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/tidwall/wal"
-	"github.com/valyala/bytebufferpool"
 )
 
 // Options configures one partition's log.
@@ -27,8 +26,10 @@ type Options struct {
 	// still sync.
 	UnsafeNoSync bool
 
-	// Partition is the internal partition this log holds. It only appears
-	// in errors and log messages.
+	// Partition names the log in errors and log messages, and is the
+	// partition of the records of a format-1 log (one partition's log, as
+	// the previous release wrote them), which carry none of their own. A
+	// journal shared by every partition leaves it 0.
 	Partition int
 
 	// Logger receives warnings (a torn tail cut on Open, a failed write).
@@ -63,20 +64,25 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// Entry is one record of the log. Type is opaque to the log (its user
-// defines the record types) except that 0 is invalid.
+// Entry is one record of the log: the internal partition it belongs to,
+// and a type and payload that are opaque to the log (its user defines the
+// record types) except that type 0 is invalid.
 type Entry struct {
-	Type    byte
-	Payload []byte
+	Partition int
+	Type      byte
+	Payload   []byte
 }
 
-// Log is one partition's segmented, append-only log. Its entries have
-// contiguous indexes starting at 1.
+// Log is a segmented, append-only log of records. Each Append is one
+// batch: one wal entry, one checksum, one fsync, all its records or none.
+// Records have increasing indexes, starting at 1; they are contiguous but
+// where SkipTo skipped ahead. Every record names its partition, so
+// one Log is the journal of every internal partition.
 //
 // A Log has one owner goroutine: Append, Replay, Recover and Close must
-// not run concurrently. TruncateFront, the snapshot calls, FirstIndex,
-// LastIndex, Poisoned and Dir may be called from any goroutine (Close
-// must still come after them).
+// not run concurrently (a Committer is such an owner). TruncateFront,
+// FirstIndex, LastIndex, Poisoned and Dir may be called from any goroutine
+// (Close must still come after them).
 //
 // Invariant: nothing in this package calls wal's Read, TruncateFront or
 // TruncateBack (TestWALUse checks), nor asks its FirstIndex but right after
@@ -88,16 +94,19 @@ type Log struct {
 	opts   Options
 	logger *slog.Logger
 
-	wal   *wal.Log // nil after Close, and while poisoned
-	batch wal.Batch
+	wal *wal.Log // nil after Close, and while poisoned
+	buf []byte   // the frame being written
 
-	first    atomic.Uint64
-	last     atomic.Uint64 // last index durably appended: a failed batch never counts
-	poisoned atomic.Bool
+	first     atomic.Uint64 // record index of the first record held
+	last      atomic.Uint64 // last record index durably appended: a failed batch never counts
+	lastBatch atomic.Uint64 // wal index of the last entry durably appended
+	poisoned  atomic.Bool
+	empty     bool // the log holds no batch
 
-	// tailStart and tailSize mirror wal's last segment (its first index
-	// and its size in bytes), to know when a batch creates a segment file.
-	// tailStart is atomic because TruncateFront reads it beside Append.
+	// tailStart and tailSize mirror wal's last segment (the wal index of its
+	// first entry and its size in bytes), to know when a batch creates a
+	// segment file. tailStart is atomic because TruncateFront reads it
+	// beside Append.
 	tailStart atomic.Uint64
 	tailSize  int64
 
@@ -110,10 +119,12 @@ type Log struct {
 }
 
 // Open opens the log in dir, creating dir if needed. It first finishes
-// any truncation that a crash interrupted, cuts a torn tail off the last
-// segment (logging what it dropped) and syncs; damage before the tail is
-// an ErrCorrupt error naming partition, segment and index. opts is copied;
-// bad values are ErrInvalid errors naming the field.
+// any truncation that a crash interrupted, cuts a torn batch off the end
+// of the last segment (logging what it dropped) and syncs. Damage before
+// the tail is an ErrCorrupt error naming partition, segment and index; so
+// is any damage at all after a clean close (Close leaves a marker that
+// Open checks and removes). opts is copied; bad values are ErrInvalid
+// errors naming the field.
 func Open(dir string, opts Options) (*Log, error) {
 	opts.ensureDefaults() // opts is the caller's copy already
 	if err := opts.validate(); err != nil {
@@ -126,8 +137,19 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := makeDir(dir); err != nil {
 		return nil, l.errorf("open: %w", err)
 	}
-	if err := l.openWAL(); err != nil {
+	clean, err := readCleanMarker(dir)
+	if err != nil {
+		return nil, locate(err, opts.Partition)
+	}
+	if err := l.openWAL(clean); err != nil {
 		return nil, err
+	}
+	if clean != nil {
+		// From here on a crash is not a clean close.
+		if err := removeCleanMarker(dir); err != nil {
+			l.wal.Close()
+			return nil, l.errorf("open: %w", err)
+		}
 	}
 	return l, nil
 }
@@ -144,17 +166,23 @@ func makeDir(dir string) error {
 }
 
 // openWAL prepares the directory (finished truncations, repaired tail,
-// everything synced) and opens wal on it.
-func (l *Log) openWAL() error {
-	segs, tailSize, err := prepareDir(l.dir, l.opts.Partition, l.logger)
+// everything synced) and opens wal on it. clean, if not nil, is what the
+// last clean close recorded: the directory must match it exactly.
+func (l *Log) openWAL(clean *cleanMarker) error {
+	info, err := prepareDir(l.dir, l.opts.Partition, l.logger, clean != nil)
 	if err != nil {
 		return err
+	}
+	if clean != nil && (clean.lastBatch != info.lastBatch || clean.last != info.last || clean.tailSize != info.tailSize) {
+		return &CorruptError{Partition: l.opts.Partition, Segment: cleanName, Index: info.last,
+			Err: fmt.Errorf("%w: recorded last index %d (entry %d, tail %d bytes), found %d (entry %d, tail %d bytes)",
+				errCleanDiffers, clean.last, clean.lastBatch, clean.tailSize, info.last, info.lastBatch, info.tailSize)}
 	}
 	w, err := wal.Open(l.dir, l.walOptions())
 	if err != nil {
 		return l.errorf("open wal: %w", err)
 	}
-	if len(segs) == 0 {
+	if len(info.segs) == 0 {
 		// wal created the first segment file.
 		if err := syncDir(l.dir); err != nil {
 			w.Close()
@@ -163,18 +191,22 @@ func (l *Log) openWAL() error {
 		l.tailStart.Store(1)
 		l.tailSize = 0
 	} else {
-		l.tailStart.Store(segs[len(segs)-1].index)
-		l.tailSize = tailSize
+		l.tailStart.Store(info.segs[len(info.segs)-1].index)
+		l.tailSize = info.tailSize
 	}
-	first, err1 := w.FirstIndex()
-	last, err2 := w.LastIndex()
-	if err := errors.Join(err1, err2); err != nil {
+	lastBatch, err := w.LastIndex()
+	if err == nil && lastBatch != info.lastBatch {
+		err = fmt.Errorf("wal reports last entry %d, the files end at %d", lastBatch, info.lastBatch)
+	}
+	if err != nil {
 		w.Close()
 		return l.errorf("open wal: %w", err)
 	}
 	l.wal = w
-	l.first.Store(first)
-	l.last.Store(last)
+	l.lastBatch.Store(info.lastBatch)
+	l.last.Store(info.last)
+	l.first.Store(info.first)
+	l.empty = info.empty
 	return nil
 }
 
@@ -192,17 +224,34 @@ func (l *Log) walOptions() *wal.Options {
 	}
 }
 
-// Append writes entries as one batch with one fsync, and returns the
-// indexes given to the first and the last. Nothing is written if an entry
-// has type 0 or the batch is empty (ErrInvalid). Append does not keep
+// SkipTo makes the next record index at least next, durably: it appends a
+// batch of no records that says so (one fsync), unless the log is there
+// already. Its user calls it with one more than any index a snapshot or a
+// version it handed out may name, so that no index is ever given twice,
+// even after a tail was cut or a journal was started afresh.
+func (l *Log) SkipTo(next uint64) error {
+	if l.closed {
+		return l.errorf("skip: %w", ErrClosed)
+	}
+	if next <= l.last.Load()+1 {
+		return nil
+	}
+	_, _, err := l.write(next, nil)
+	return err
+}
+
+// Append writes entries as one batch: one wal entry with one checksum, and
+// one fsync. It returns the record indexes given to the first and the
+// last entry. Nothing is written if an entry has type 0, a negative
+// partition, or the batch is empty (ErrInvalid). Append does not keep
 // entries or their payloads.
 //
 // Any write or sync error poisons the handle: the batch is failed, the
-// segment files are cut back to the last acknowledged entry, and the next
+// segment files are cut back to the last acknowledged batch, and the next
 // Append (or TruncateFront) first reopens the log through Recover. The
-// entries of a failed batch never show up later, not even after a
-// reopen. If recovery fails, Append returns its error and tries again the
-// next time.
+// records of a failed batch never show up later, not even after a reopen.
+// If recovery fails, Append returns its error and tries again the next
+// time.
 func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 	if l.closed {
 		return 0, 0, l.errorf("append: %w", ErrClosed)
@@ -210,30 +259,38 @@ func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 	if len(entries) == 0 {
 		return 0, 0, fmt.Errorf("%w: empty batch", ErrInvalid)
 	}
+	if len(entries) > maxBatchRecords {
+		return 0, 0, fmt.Errorf("%w: %d entries in one batch, at most %d", ErrInvalid, len(entries), maxBatchRecords)
+	}
 	for i := range entries {
 		if entries[i].Type == 0 {
 			return 0, 0, fmt.Errorf("%w: entry %d of %d has type 0", ErrInvalid, i, len(entries))
 		}
+		if entries[i].Partition < 0 || entries[i].Partition > maxPartition {
+			return 0, 0, fmt.Errorf("%w: entry %d of %d has partition %d", ErrInvalid, i, len(entries), entries[i].Partition)
+		}
 	}
+	return l.write(l.last.Load()+1, entries)
+}
+
+// write appends entries (maybe none) as one batch whose first record index
+// is first.
+func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 	if l.poisoned.Load() {
 		if err := l.recover(); err != nil {
 			return 0, 0, l.errorf("append refused, the log is still poisoned: %w", err)
 		}
 	}
-	first = l.last.Load() + 1
 	last = first + uint64(len(entries)) - 1
+	batch := l.lastBatch.Load() + 1
 
-	buf := bytebufferpool.Get()
-	l.batch.Clear()
-	for i := range entries {
-		buf.B = appendFrame(buf.B[:0], entries[i].Type, entries[i].Payload)
-		l.batch.Write(first+uint64(i), buf.B) // copies
+	l.buf = appendBatchFrame(l.buf[:0], first, entries)
+	tailStart, tailSize, created := l.nextTail(len(l.buf), batch)
+	err = l.wal.Write(batch, l.buf)
+	if cap(l.buf) > 1<<20 {
+		l.buf = nil // do not hold on to the memory of one huge batch
 	}
-	bytebufferpool.Put(buf)
-
-	tailStart, tailSize, created := l.nextTail(entries, first)
-	if err := l.wal.WriteBatch(&l.batch); err != nil {
-		l.batch.Clear()
+	if err != nil {
 		return 0, 0, l.poison(fmt.Errorf("append %d-%d: %w", first, last, err))
 	}
 	if created {
@@ -247,27 +304,47 @@ func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 	}
 	l.tailStart.Store(tailStart)
 	l.tailSize = tailSize
+	l.lastBatch.Store(batch)
+	if l.empty {
+		l.first.Store(first) // the first batch the log holds
+		l.empty = false
+	}
 	l.last.Store(last)
 	return first, last, nil
 }
 
-// nextTail predicts where wal's last segment will be after writing
-// entries, and whether it creates segment files. It mirrors writeBatch and
-// cycle of wal v1.2.1: a segment is closed before a batch if it is over
-// SegmentSize, and after any entry that brings it to SegmentSize.
-// TestTailPrediction checks it against the directory.
-func (l *Log) nextTail(entries []Entry, first uint64) (start uint64, size int64, created bool) {
+// Sync fsyncs the last segment: with UnsafeNoSync, what Append wrote
+// becomes durable. Without it, Append already synced, and Sync costs one
+// more fsync. A failed sync poisons the handle, as in Append.
+func (l *Log) Sync() error {
+	if l.closed {
+		return l.errorf("sync: %w", ErrClosed)
+	}
+	if l.poisoned.Load() {
+		if err := l.recover(); err != nil {
+			return l.errorf("sync refused, the log is still poisoned: %w", err)
+		}
+	}
+	if err := l.wal.Sync(); err != nil {
+		return l.poison(fmt.Errorf("sync: %w", err))
+	}
+	return nil
+}
+
+// nextTail predicts where wal's last segment will be after writing one
+// entry of frame size n at wal index batch, and whether it creates segment
+// files. It mirrors writeBatch and cycle of wal v1.2.1: a segment is closed
+// before a write if it is over SegmentSize, and after an entry that brings
+// it to SegmentSize. TestTailPrediction checks it against the directory.
+func (l *Log) nextTail(n int, batch uint64) (start uint64, size int64, created bool) {
 	start, size = l.tailStart.Load(), l.tailSize
 	limit := int64(l.opts.SegmentSize)
 	if size > limit {
-		start, size, created = first, 0, true
+		start, size, created = batch, 0, true
 	}
-	for i := range entries {
-		n := frameSize(len(entries[i].Payload))
-		size += int64(uvarintLen(uint64(n)) + n)
-		if size >= limit {
-			start, size, created = first+uint64(i)+1, 0, true
-		}
+	size += int64(uvarintLen(uint64(n)) + n)
+	if size >= limit {
+		start, size, created = batch+1, 0, true
 	}
 	return start, size, created
 }
@@ -280,15 +357,14 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// FirstIndex returns the index of the first entry, where the oldest
-// segment file starts, or LastIndex()+1 when the log holds no entries (1
-// for a new log; after TruncateFront when the last segment was empty).
-// These are wal's values with its AllowEmpty option.
+// FirstIndex returns the record index where the oldest batch held starts
+// (the log holds every record from there to LastIndex), or LastIndex()+1
+// when it holds no batch (1 for a new log).
 func (l *Log) FirstIndex() uint64 { return l.first.Load() }
 
-// LastIndex returns the index of the last acknowledged entry, 0 when
-// nothing has ever been written. A failed batch never counts, even while
-// the handle is poisoned.
+// LastIndex returns the record index of the last acknowledged record, 0
+// when nothing has ever been written. A failed batch never counts, even
+// while the handle is poisoned.
 func (l *Log) LastIndex() uint64 { return l.last.Load() }
 
 // Poisoned reports whether a write failed since the last successful
@@ -299,14 +375,14 @@ func (l *Log) Poisoned() bool { return l.poisoned.Load() }
 // Dir returns the directory given to Open.
 func (l *Log) Dir() string { return l.dir }
 
-// TruncateFront removes the whole segments before the one holding index:
-// every segment file all of whose entries come before index, but never the
-// last segment. It is meant for after a snapshot covering index-1. The
-// entries from the start of the segment holding index stay, so FirstIndex
-// becomes the first index of the oldest remaining segment, which may be
-// below index. index must be in [FirstIndex, LastIndex+1]. It writes no
-// data: it lists the directory, unlinks the files, oldest first, and syncs
-// the directory once if it removed any.
+// TruncateFront removes the whole segments all of whose records come
+// before record index index, but never the last segment. It is meant for
+// after snapshots covering index-1. The records from the start of the
+// segment holding index stay, so FirstIndex becomes the first index of the
+// oldest remaining segment, which may be below index. index must be in
+// [1, LastIndex+1]; below FirstIndex it removes nothing. It writes no data:
+// it lists the directory, unlinks the files, oldest first, and syncs the
+// directory once if it removed any.
 //
 // A failed unlink or directory sync returns an error but does not poison
 // the handle: the files left are a contiguous run of segments ending at
@@ -327,12 +403,11 @@ func (l *Log) TruncateFront(index uint64) error {
 		// Recovery is the owner's, on its next Append.
 		return l.errorf("truncate front refused: the log is poisoned until the next append recovers it")
 	}
-	first, last := l.first.Load(), l.last.Load()
-	if index < first || index > last+1 {
-		return fmt.Errorf("%w: truncate front to %d, outside [%d, %d]", ErrInvalid, index, first, last+1)
+	if index == 0 || index > l.last.Load()+1 {
+		return fmt.Errorf("%w: truncate front to %d, past the next index %d", ErrInvalid, index, l.last.Load()+1)
 	}
-	if index == first {
-		return nil
+	if index <= l.first.Load() {
+		return nil // nothing before it is held
 	}
 	st, err := readDirState(l.dir)
 	if err != nil {
@@ -343,12 +418,10 @@ func (l *Log) TruncateFront(index uint64) error {
 		// is at work in the directory.
 		return l.errorf("truncate front to %d: unexpected files %v", index, st.leftovers)
 	}
-	// Segment n can go when segment n+1 starts at or before index. The
-	// tail is never removed: wal writes to it.
 	segs := st.segments
-	n := 0
-	for n+1 < len(segs) && segs[n+1].index <= index && segs[n].index < l.tailStart.Load() {
-		n++
+	n, firsts, err := l.segmentsBefore(segs, index)
+	if err != nil {
+		return l.errorf("truncate front to %d: %w", index, err)
 	}
 	if n == 0 {
 		return nil
@@ -360,20 +433,64 @@ func (l *Log) TruncateFront(index uint64) error {
 	// nothing consults it, and the next wal.Open lists the directory afresh.
 	for i, s := range segs[:n] {
 		if err := os.Remove(s.path); err != nil {
-			l.first.Store(s.index) // segs[:i] are gone
+			if i > 0 {
+				l.first.Store(firsts[i-1]) // segs[:i] are gone
+			}
 			return l.errorf("truncate front to %d: remove segment %d of %d: %w", index, i+1, n, err)
 		}
 	}
-	l.first.Store(segs[n].index)
+	l.first.Store(firsts[n-1])
 	if err := syncDir(l.dir); err != nil {
 		return l.errorf("truncate front to %d: sync directory: %w", index, err)
 	}
 	return nil
 }
 
-// Close syncs and closes the log. Closing a poisoned log cuts the segment
-// files back to LastIndex, so that the failed batch cannot come back on
-// the next Open.
+// segmentsBefore returns how many segments, oldest first, hold only
+// records below index, and the first record index of the segment after
+// each of them. It never counts the last segment, which wal writes to,
+// nor the last one holding a batch, which holds the last index.
+func (l *Log) segmentsBefore(segs []segmentFile, index uint64) (int, []uint64, error) {
+	n := 0
+	var firsts []uint64
+	for n+1 < len(segs) && segs[n].index < l.tailStart.Load() {
+		next, err := segmentFirstIndex(segs[n+1])
+		if err != nil {
+			return 0, nil, err
+		}
+		if next == 0 || next > index {
+			// An empty segment (only the tail can be one) must not be left
+			// alone: the last index would be lost with the segment before
+			// it, and a reopen would give indexes again.
+			break
+		}
+		firsts = append(firsts, next)
+		n++
+	}
+	return n, firsts, nil
+}
+
+// SegmentsBefore returns how many segment files TruncateFront(index) would
+// remove. Like TruncateFront, it may run beside the owner.
+func (l *Log) SegmentsBefore(index uint64) (int, error) {
+	l.files.Lock()
+	defer l.files.Unlock()
+	if l.closed {
+		return 0, l.errorf("segments: %w", ErrClosed)
+	}
+	st, err := readDirState(l.dir)
+	if err != nil {
+		return 0, l.errorf("segments: %w", err)
+	}
+	n, _, err := l.segmentsBefore(st.segments, index)
+	return n, err
+}
+
+// Close syncs and closes the log, and leaves the clean-close marker that
+// tells the next Open that nothing at the end can be a torn write. Closing
+// a poisoned log cuts the segment files back to the last acknowledged
+// batch, so that the failed batch cannot come back on the next Open, and
+// leaves no marker.
 func (l *Log) Close() error {
 	l.files.Lock()
 	defer l.files.Unlock()
@@ -387,7 +504,10 @@ func (l *Log) Close() error {
 		l.wal = nil
 	}
 	if l.poisoned.Load() {
-		errs = append(errs, restoreFiles(l.dir, l.last.Load(), l.opts.Partition))
+		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition))
+	} else if len(errs) == 0 || errs[0] == nil {
+		m := cleanMarker{lastBatch: l.lastBatch.Load(), last: l.last.Load(), tailSize: l.tailSize}
+		errs = append(errs, writeCleanMarker(l.dir, m))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return l.errorf("close: %w", err)

@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -159,7 +160,7 @@ func TestReplayStopsOnError(t *testing.T) {
 	mustAppend(t, l, testEntries(0, 20))
 	stop := errors.New("stop")
 	var seen []uint64
-	err := l.Replay(3, func(index uint64, _ byte, _ []byte) error {
+	err := l.Replay(3, func(index uint64, _ Entry) error {
 		seen = append(seen, index)
 		if index == 9 {
 			return stop
@@ -282,8 +283,8 @@ func TestTruncateFront(t *testing.T) {
 			checkRecords(t, "Replay(0)", replayAll(t, l, 0), all[front-1:])
 			checkRecords(t, "Replay(index)", replayAll(t, l, index), all[min(index, 61)-1:])
 		}
-		if err := l.TruncateFront(front - 1); !errors.Is(err, ErrInvalid) {
-			t.Fatalf("TruncateFront(%d) below first: err = %v", front-1, err)
+		if err := l.TruncateFront(front - 1); err != nil || l.FirstIndex() != front {
+			t.Fatalf("TruncateFront(%d) below first: err = %v, FirstIndex %d; want a no-op", front-1, err, l.FirstIndex())
 		}
 		if err := l.TruncateFront(index); err != nil || l.FirstIndex() != front || len(segmentFiles(t, dir)) != len(after) {
 			t.Fatalf("TruncateFront(%d) again: err = %v, FirstIndex %d, %d segments; want a no-op", index, err, l.FirstIndex(), len(segmentFiles(t, dir)))
@@ -304,30 +305,34 @@ func TestTruncateFront(t *testing.T) {
 	checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
 
 	// When the last segment is empty, truncating past the last entry
-	// empties the log; the indexes carry on.
+	// keeps the segment before it: it holds the last index, which a crash
+	// and a reopen must not lose (indexes are never given twice).
 	for l.tailSize != 0 {
 		mustAppend(t, l, testEntries(200, 1))
 	}
 	last := l.LastIndex()
+	segs = segmentFiles(t, dir)
+	keep := segs[len(segs)-2]
 	if err := l.TruncateFront(last + 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, reopen := range []bool{false, true} {
 		if reopen {
 			mustClose(t, l)
+			crash(t, dir)
 			l = mustOpen(t, dir, opts)
 		}
-		if l.FirstIndex() != last+1 || l.LastIndex() != last {
-			t.Fatalf("emptied log, reopen %v: FirstIndex %d LastIndex %d, want %d and %d", reopen, l.FirstIndex(), l.LastIndex(), last+1, last)
+		if l.FirstIndex() != keep.index || l.LastIndex() != last {
+			t.Fatalf("truncated to the end, reopen %v: FirstIndex %d LastIndex %d, want %d and %d", reopen, l.FirstIndex(), l.LastIndex(), keep.index, last)
 		}
-		if rs := replayAll(t, l, 0); len(rs) != 0 {
-			t.Fatalf("emptied log, reopen %v: replayed %v", reopen, clip(rs))
+		if got := segmentStarts(segmentFiles(t, dir)); !slices.Equal(got, []uint64{keep.index, last + 1}) {
+			t.Fatalf("truncated to the end, reopen %v: segments %v", reopen, got)
 		}
 	}
-	want = mustAppend(t, l, testEntries(300, 2))
+	want = append(replayAll(t, l, 0), mustAppend(t, l, testEntries(300, 2))...)
 	mustClose(t, l)
 	l = mustOpen(t, dir, opts)
-	checkRecords(t, "Replay after emptying", replayAll(t, l, 0), want)
+	checkRecords(t, "Replay after truncating to the end", replayAll(t, l, 0), want)
 	mustClose(t, l)
 }
 
@@ -375,11 +380,17 @@ func TestInterruptedTruncateFront(t *testing.T) {
 	l := mustOpen(t, base, opts)
 	all := mustAppend(t, l, testEntries(0, 40))
 	mustClose(t, l)
+	crash(t, base) // the removals below are a crash's, not a clean close's
 	segs := segmentFiles(t, base)
 	if len(segs) < 4 {
 		t.Fatalf("want 4 or more segments, have %d", len(segs))
 	}
-	for _, removed := range []int{1, 2, len(segs) - 1} {
+	// TruncateFront never removes the last segment that holds a batch.
+	lastFull := len(segs) - 1
+	if segs[lastFull].index == 41 {
+		lastFull--
+	}
+	for _, removed := range []int{1, 2, lastFull} {
 		t.Run(fmt.Sprintf("%d of %d removed", removed, len(segs)), func(t *testing.T) {
 			dir := t.TempDir()
 			copyDir(t, base, dir)
@@ -389,7 +400,7 @@ func TestInterruptedTruncateFront(t *testing.T) {
 				}
 			}
 			front := segs[removed].index
-			if rep, err := Inspect(dir, nil); err != nil || rep.FirstIndex != front || rep.LastIndex != 40 {
+			if rep, err := Inspect(dir, testPartition, nil); err != nil || rep.FirstIndex != front || rep.LastIndex != 40 {
 				t.Fatalf("Inspect = %+v, %v; want indexes %d-40", rep, err, front)
 			}
 			l := mustOpen(t, dir, opts)
@@ -435,6 +446,7 @@ func TestCutBack(t *testing.T) {
 		l := mustOpen(t, dir, opts)
 		all := mustAppend(t, l, testEntries(0, 20))
 		mustClose(t, l)
+		crash(t, dir)
 		if err := cutBack(dir, last, testPartition); err != nil {
 			t.Fatalf("cutBack(%d): %v", last, err)
 		}
@@ -444,7 +456,7 @@ func TestCutBack(t *testing.T) {
 			}
 		}
 		var got []record
-		rep, err := Inspect(dir, collect(&got))
+		rep, err := Inspect(dir, testPartition, collect(&got))
 		if err != nil || rep.TornTailBytes != 0 || rep.LastIndex != last {
 			t.Fatalf("cutBack(%d): Inspect = %+v, %v", last, rep, err)
 		}
@@ -498,10 +510,7 @@ func TestTruncateFrontBesideAppend(t *testing.T) {
 		t.Fatalf("nothing truncated (%d calls, FirstIndex %d)", truncated, l.FirstIndex())
 	}
 	var got []record
-	if err := l.Replay(l.FirstIndex(), func(i uint64, typ byte, p []byte) error {
-		got = append(got, record{i, typ, string(p)})
-		return nil
-	}); err != nil {
+	if err := l.Replay(l.FirstIndex(), collect(&got)); err != nil {
 		t.Fatal(err)
 	}
 	if got[len(got)-1].Index != 600 || got[0].Index != l.FirstIndex() {

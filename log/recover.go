@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 )
@@ -25,14 +26,14 @@ func (l *Log) poison(cause error) error {
 		}
 		l.wal = nil
 	}
-	if rerr := restoreFiles(l.dir, l.last.Load(), l.opts.Partition); rerr != nil {
+	if rerr := restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition); rerr != nil {
 		l.logger.Warn("log: cut back after the failed write failed, will retry on recovery", "err", rerr.Error())
 	}
 	return err
 }
 
-// Recover closes the wal handle, cuts the segment files back to
-// LastIndex (removing what a failed batch wrote, even if it reached the
+// Recover closes the wal handle, cuts the segment files back to the last
+// acknowledged batch (removing what a failed batch wrote, even if it reached the
 // disk), repairs the tail and reopens. Append and TruncateFront call it
 // themselves on a poisoned log; calling it on a healthy log is harmless.
 // On failure the log stays poisoned.
@@ -56,19 +57,21 @@ func (l *Log) recover() error {
 		}
 		l.wal = nil
 	}
-	last := l.last.Load()
-	if err := restoreFiles(l.dir, last, l.opts.Partition); err != nil {
+	last, lastBatch, first := l.last.Load(), l.lastBatch.Load(), l.first.Load()
+	if err := restoreFiles(l.dir, lastBatch, l.opts.Partition); err != nil {
 		return err
 	}
-	if err := l.openWAL(); err != nil {
+	if err := l.openWAL(nil); err != nil {
 		return err
 	}
-	if got := l.last.Load(); got != last {
-		// openWAL stored wal's view; keep ours, and give up on this handle.
+	if got, gotBatch := l.last.Load(), l.lastBatch.Load(); gotBatch != lastBatch || (got != last && lastBatch != 0) {
+		// openWAL stored what it found; keep ours, and give up on this handle.
 		l.last.Store(last)
+		l.lastBatch.Store(lastBatch)
+		l.first.Store(first)
 		l.wal.Close()
 		l.wal = nil
-		return fmt.Errorf("reopened with last index %d, want %d", got, last)
+		return fmt.Errorf("reopened with last index %d (entry %d), want %d (entry %d)", got, gotBatch, last, lastBatch)
 	}
 	l.poisoned.Store(false)
 	if wasPoisoned {
@@ -78,7 +81,7 @@ func (l *Log) recover() error {
 }
 
 // restoreFiles finishes an interrupted truncation and cuts the segment
-// files back to index last.
+// files back to the wal entry at index last.
 func restoreFiles(dir string, last uint64, partition int) error {
 	if _, err := finishTruncation(dir); err != nil {
 		return locate(err, partition)
@@ -86,7 +89,7 @@ func restoreFiles(dir string, last uint64, partition int) error {
 	return cutBack(dir, last, partition)
 }
 
-// cutBack removes every byte written after the entry at index last: the
+// cutBack removes every byte written after the wal entry at index last: the
 // segment files that start after last+1, and the end of the file holding
 // last. It parses the files rather than trusting wal's memory. An empty
 // segment starting at last+1 is kept (wal reads it as "last index is
@@ -129,7 +132,7 @@ func cutSegment(seg segmentFile, last uint64, partition int) error {
 	}
 	var size int
 	if seg.index <= last {
-		res, _ := scanEntries(data, seg.index, 0, last, nil)
+		res, _ := scanEntries(data, seg.index, partition, 0, math.MaxUint64, last, nil)
 		if want := last - seg.index + 1; uint64(res.entries) != want {
 			why := res.bad
 			if why == nil {

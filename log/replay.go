@@ -1,27 +1,26 @@
 package log
 
-import (
-	"fmt"
-)
+import "fmt"
 
-// Replay calls fn for every entry with index >= from, in index order, up
-// to LastIndex; from below FirstIndex starts at FirstIndex. It reads the
-// segment files directly, one whole file at a time into one reused
-// buffer, and checks every frame it passes to fn: damage is an ErrCorrupt
-// error naming partition, segment file and index. An error from fn stops
-// the replay and is returned as is.
+// Replay calls fn for every record with index >= from, in index order, up
+// to LastIndex. It reads the segment files directly, one whole file at a
+// time, and checks every batch it reads: damage is an ErrCorrupt error
+// naming partition, segment file and index. An error from fn stops the
+// replay and is returned as is.
 //
-// payload aliases the read buffer: it is valid only until fn returns.
+// e.Payload aliases the segment's bytes, which Replay does not reuse: it
+// stays valid after fn returns, for as long as the caller keeps it (a
+// loader may hand records to other goroutines without copying them).
 // Replay must be called by the log's owner, never alongside Append.
-func (l *Log) Replay(from uint64, fn func(index uint64, typ byte, payload []byte) error) error {
+func (l *Log) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 	if l.closed {
 		return l.errorf("replay: %w", ErrClosed)
 	}
 	if fn == nil {
 		return fmt.Errorf("%w: nil replay function", ErrInvalid)
 	}
-	first, last := l.first.Load(), l.last.Load()
-	from = max(from, first)
+	last, lastBatch := l.last.Load(), l.lastBatch.Load()
+	from = max(from, l.first.Load())
 	if from > last {
 		return nil
 	}
@@ -30,26 +29,32 @@ func (l *Log) Replay(from uint64, fn func(index uint64, typ byte, payload []byte
 		return locate(err, l.opts.Partition)
 	}
 	segs := st.segments
-	i := len(segs) - 1 // the segment holding from
-	for i >= 0 && segs[i].index > from {
-		i--
+	// The segment holding from: the last one that starts at or before it.
+	i := len(segs) - 1
+	for ; i >= 0; i-- {
+		first, err := segmentFirstIndex(segs[i])
+		if err != nil {
+			return locate(err, l.opts.Partition)
+		}
+		if first != 0 && first <= from {
+			break
+		}
 	}
 	if i < 0 {
 		return l.corrupt(segmentName(from), from, 0, errMissing)
 	}
-	var buf []byte
-	next := segs[i].index
-	for ; i < len(segs) && next <= last; i++ {
+	next := segs[i].index // wal index expected next
+	var prevLast uint64
+	for ; i < len(segs) && next <= lastBatch; i++ {
 		s := segs[i]
 		if s.index != next {
 			return l.corrupt(s.name(), next, 0, errSegmentGap)
 		}
-		data, err := readSegment(s.path, buf)
+		data, err := readSegment(s.path, nil)
 		if err != nil {
 			return l.errorf("replay: %w", err)
 		}
-		buf = data
-		res, err := scanEntries(data, s.index, from, last, fn)
+		res, err := scanEntries(data, s.index, l.opts.Partition, prevLast, from, lastBatch, fn)
 		if err != nil {
 			return err
 		}
@@ -60,8 +65,11 @@ func (l *Log) Replay(from uint64, fn func(index uint64, typ byte, payload []byte
 			return l.corrupt(s.name(), s.index, 0, errSegmentEmpty)
 		}
 		next = s.index + uint64(res.entries)
+		if res.last != 0 {
+			prevLast = res.last
+		}
 	}
-	if next <= last {
+	if next <= lastBatch || prevLast < last {
 		name := segmentName(next)
 		if len(segs) > 0 {
 			name = segs[len(segs)-1].name()

@@ -162,53 +162,96 @@ func readFile(f *os.File, buf []byte) ([]byte, error) {
 
 // scanResult is how far scanEntries got.
 type scanResult struct {
-	entries int   // whole entries read (those past through are not read)
-	end     int   // byte offset just past the last whole entry
-	bad     error // why reading stopped short of through and of the end of data; nil if it did not
+	entries int       // whole wal entries read (those past through are not read)
+	end     int       // byte offset just past the last whole entry
+	first   uint64    // first record index of the first whole entry; 0 if none
+	last    uint64    // last record index of the last whole entry; 0 if none
+	bad     error     // why reading stopped short of through and of the end of data; nil if it did not
+	cut     *tornTail // what repairTail cut, if anything
 }
 
-// scanEntries reads the entries of one segment, whose first entry has index
-// start. It checks the frame of every entry from index from on and passes
-// it to fn (if not nil); it stops after index through. An error from fn
+// scanEntries reads the wal entries of one segment, whose first entry has
+// wal index start, up to wal index through. It checks every frame and the
+// records in it, and that record indexes go up: past prevLast, the last
+// record index before the segment (0 if unknown), and from one entry to the
+// next. It calls fn (if not nil) for every record with index >= from; a
+// format-1 frame is one record of the given partition. An error from fn
 // stops the scan and is returned as is.
-func scanEntries(data []byte, start, from, through uint64, fn func(index uint64, typ byte, payload []byte) error) (scanResult, error) {
+func scanEntries(data []byte, start uint64, partition int, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
+	res := scanResult{}
 	pos, index := 0, start
+	last := prevLast
+	stop := func(why error) (scanResult, error) {
+		res.entries, res.end, res.bad = int(index-start), pos, why
+		return res, nil
+	}
 	for pos < len(data) && index <= through {
 		var size uint64
 		var w int
 		if b := data[pos]; b < 0x80 {
-			size, w = uint64(b), 1 // the common case: a frame under 128 bytes
+			size, w = uint64(b), 1 // a frame under 128 bytes
 		} else if size, w = binary.Uvarint(data[pos:]); w <= 0 {
-			return scanResult{int(index - start), pos, errEntryLength}, nil
+			return stop(errEntryLength)
 		}
 		if size < minFrameSize {
-			return scanResult{int(index - start), pos, errEntryShort}, nil
+			return stop(errEntryShort)
 		}
 		if size > uint64(len(data)-pos-w) {
-			return scanResult{int(index - start), pos, errEntryPastEOF}, nil
+			return stop(errEntryPastEOF)
 		}
 		next := pos + w + int(size)
-		if index >= from {
-			typ, payload, err := decodeFrame(data[pos+w : next])
-			if err != nil {
-				return scanResult{int(index - start), pos, err}, nil
-			}
-			if fn != nil {
-				if err := fn(index, typ, payload); err != nil {
-					return scanResult{int(index - start), pos, nil}, err
+		f, err := decodeFrame(data[pos+w : next])
+		if err != nil {
+			return stop(err)
+		}
+		var cb func(uint64, Entry) error
+		if fn != nil {
+			cb = func(i uint64, e Entry) error {
+				if i < from {
+					return nil
 				}
+				return fn(i, e)
 			}
 		}
+		first, firstErr := frameFirstIndex(f, index)
+		if firstErr != nil {
+			return stop(firstErr)
+		}
+		if first <= last {
+			return stop(errIndexOrder)
+		}
+		lo, hi, err := frameRecords(f, index, partition, cb)
+		if err != nil {
+			if isCorruption(err) && lo == 0 {
+				return stop(err)
+			}
+			res.entries, res.end = int(index-start), pos
+			return res, err
+		}
+		if res.first == 0 {
+			res.first = lo
+		}
+		last, res.last = hi, hi
 		pos = next
 		index++
 	}
-	return scanResult{int(index - start), pos, nil}, nil
+	res.entries, res.end = int(index-start), pos
+	return res, nil
+}
+
+// isCorruption reports whether err is one of this package's reasons for
+// refusing bytes, rather than an error of a caller's function.
+func isCorruption(err error) bool {
+	_, ok := err.(corruption)
+	return ok
 }
 
 // findFrame returns the offset of the first wal entry at or after from
-// whose frame is whole and passes its checksum, or -1. Cheap checks come
-// first, so zero-filled or random bytes cost about one pass.
-func findFrame(data []byte, from int) int {
+// whose frame is whole, passes its checksum and, for a batch, starts past
+// record index after; or -1. A stale frame of an older write (with a lower
+// index) is no evidence that the bytes before it were acknowledged. Cheap
+// checks come first, so zero-filled or random bytes cost about one pass.
+func findFrame(data []byte, from int, after uint64) int {
 	for q := from; q+1+minFrameSize <= len(data); q++ {
 		if data[q] < minFrameSize {
 			continue // 0 (zero fill) or too short for a frame
@@ -217,13 +260,20 @@ func findFrame(data []byte, from int) int {
 		if w <= 0 || size > uint64(len(data)-q-w) || size < minFrameSize {
 			continue
 		}
-		f := data[q+w : q+w+int(size)]
-		if f[0] != frameVersion || f[1] == 0 {
+		b := data[q+w : q+w+int(size)]
+		if (b[0] != frameRecord && b[0] != frameBatch) || b[1] == 0 {
 			continue
 		}
-		if _, _, err := decodeFrame(f); err == nil {
-			return q
+		f, err := decodeFrame(b)
+		if err != nil {
+			continue
 		}
+		if f.version == frameBatch {
+			if first, _, _, err := batchHeader(f.payload); err != nil || first <= after {
+				continue
+			}
+		}
+		return q
 	}
 	return -1
 }
@@ -240,4 +290,39 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// segmentFirstIndex returns the record index of the first record in a
+// segment, read from the head of its first entry, or 0 if the segment is
+// empty. It does not check the entry's checksum: it places the segment,
+// and whoever reads the records checks them.
+func segmentFirstIndex(seg segmentFile) (uint64, error) {
+	f, err := os.Open(seg.path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var b [32]byte
+	n, err := io.ReadFull(f, b[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	_, w := binary.Uvarint(b[:n])
+	if w <= 0 || n < w+frameHeader {
+		return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errEntryLength}
+	}
+	switch b[w] {
+	case frameRecord:
+		return seg.index, nil
+	case frameBatch:
+		first, m := binary.Uvarint(b[w+frameHeader : n])
+		if m <= 0 || first == 0 {
+			return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errBatchBody}
+		}
+		return first, nil
+	}
+	return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errFrameVersion}
 }

@@ -15,9 +15,10 @@ import (
 	"time"
 )
 
-// Snapshot files hold a partition's live state as of a log index, so that
-// Open replays only the log after it. They sit beside the segments, named
-// snap.%020d of the index they cover, in the same frames as the log:
+// Snapshot files hold a partition's live state as of a record index of the
+// journal, so that a restart replays only the journal after it. Each
+// partition has a directory of them, named snap.%020d of the index they
+// cover, in the record frames of the log:
 //
 //	header:  | "OFFSNAP" | version 1 | index uint64 LE | crc32c of the 16 bytes before, LE |
 //	entries: | uvarint(len(frame)) | frame |  ...       (frames as in the segments)
@@ -52,6 +53,26 @@ func snapshotName(index uint64) string { return fmt.Sprintf("%s%020d", snapPrefi
 // directory dir.
 func SnapshotPath(dir string, index uint64) string { return filepath.Join(dir, snapshotName(index)) }
 
+// Snapshots are one partition's snapshot files, in a directory of their
+// own. Its methods may run on any goroutine, beside the journal's writer;
+// one goroutine at a time writes or removes snapshots.
+type Snapshots struct {
+	dir       string
+	partition int
+}
+
+// OpenSnapshots returns the snapshots of partition in dir, creating dir
+// (durably) if needed.
+func OpenSnapshots(dir string, partition int) (*Snapshots, error) {
+	if err := makeDir(dir); err != nil {
+		return nil, fmt.Errorf("log: partition %d: snapshots: %w", partition, err)
+	}
+	return &Snapshots{dir: dir, partition: partition}, nil
+}
+
+// Dir returns the snapshots' directory.
+func (s *Snapshots) Dir() string { return s.dir }
+
 // SnapshotWriter writes one snapshot file. It touches no file of the log,
 // so it may run on any goroutine while the log's owner goes on appending.
 type SnapshotWriter struct {
@@ -67,10 +88,10 @@ type SnapshotWriter struct {
 	done            bool
 }
 
-// CreateSnapshot starts a snapshot of the state as of log index index: the
-// caller adds the state's records, then commits. Leftover temporary files of
-// earlier, unfinished snapshots are removed.
-func (l *Log) CreateSnapshot(index uint64) (*SnapshotWriter, error) {
+// Create starts a snapshot of the partition's state as of record index
+// index: the caller adds the state's records, then commits. Leftover
+// temporary files of earlier, unfinished snapshots are removed.
+func (l *Snapshots) Create(index uint64) (*SnapshotWriter, error) {
 	if index == 0 {
 		return nil, fmt.Errorf("%w: snapshot of index 0", ErrInvalid)
 	}
@@ -82,9 +103,9 @@ func (l *Log) CreateSnapshot(index uint64) (*SnapshotWriter, error) {
 	tmp := final + snapTemp
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
-		return nil, l.errorf("snapshot %d: %w", index, err)
+		return nil, fmt.Errorf("log: partition %d: snapshot %d: %w", l.partition, index, err)
 	}
-	w := &SnapshotWriter{start: time.Now(), dir: l.dir, tmp: tmp, final: final, partition: l.opts.Partition, f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	w := &SnapshotWriter{start: time.Now(), dir: l.dir, tmp: tmp, final: final, partition: l.partition, f: f, w: bufio.NewWriterSize(f, 1<<20)}
 	var h [snapHeader]byte
 	copy(h[:], snapMagic)
 	h[len(snapMagic)] = snapVersion
@@ -131,7 +152,7 @@ func (w *SnapshotWriter) Add(typ byte, payload []byte) error {
 	}
 	n := frameSize(len(payload))
 	w.frame = binary.AppendUvarint(w.frame[:0], uint64(n))
-	w.frame = appendFrame(w.frame, typ, payload)
+	w.frame = appendFrame(w.frame, frameRecord, typ, payload)
 	w.count++
 	return w.write(w.frame)
 }
@@ -176,8 +197,8 @@ func (w *SnapshotWriter) Abort() {
 	os.Remove(w.tmp)
 }
 
-// Snapshots returns the indexes of the log's snapshot files, newest first.
-func (l *Log) Snapshots() ([]uint64, error) { return ListSnapshots(l.dir) }
+// List returns the indexes of the snapshot files, newest first.
+func (l *Snapshots) List() ([]uint64, error) { return ListSnapshots(l.dir) }
 
 // ListSnapshots returns the indexes of the snapshot files in a log
 // directory, newest first.
@@ -201,15 +222,15 @@ func ListSnapshots(dir string) ([]uint64, error) {
 	return out, nil
 }
 
-// ReadSnapshot calls fn for every record of the snapshot covering index, in
-// the order they were added, after checking each record's checksum. Damage
+// Read calls fn for every record of the snapshot covering index, in the
+// order they were added, after checking each record's checksum. Damage
 // anywhere, a missing footer included, is an ErrCorrupt error naming the
 // partition and file. payload is valid only during fn.
-func (l *Log) ReadSnapshot(index uint64, fn func(typ byte, payload []byte) error) error {
+func (l *Snapshots) Read(index uint64, fn func(typ byte, payload []byte) error) error {
 	name := snapshotName(index)
-	covers, err := readSnapshot(filepath.Join(l.dir, name), l.opts.Partition, fn)
+	covers, err := readSnapshot(filepath.Join(l.dir, name), l.partition, fn)
 	if err == nil && covers != index {
-		return &CorruptError{Partition: l.opts.Partition, Segment: name, Index: covers, Err: errSnapHeader}
+		return &CorruptError{Partition: l.partition, Segment: name, Index: covers, Err: errSnapHeader}
 	}
 	return err
 }
@@ -287,36 +308,50 @@ func readSnapshot(path string, partition int, fn func(typ byte, payload []byte) 
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return index, bad(index, off, errSnapShort)
 		}
-		typ, payload, err := decodeFrame(buf)
+		f, err := decodeFrame(buf)
+		if err == nil && f.version != frameRecord {
+			err = errFrameVersion
+		}
 		if err != nil {
 			return index, bad(index, off, err)
 		}
-		if err := fn(typ, payload); err != nil {
+		if err := fn(f.typ, f.payload); err != nil {
 			return index, err
 		}
 		off += int64(uvarintLen(size)) + int64(size)
 	}
 }
 
-// RemoveSnapshotsBefore deletes every snapshot older than index and syncs
-// the directory.
-func (l *Log) RemoveSnapshotsBefore(index uint64) error {
-	all, err := l.Snapshots()
+// RemoveBefore deletes every snapshot older than index and syncs the
+// directory.
+func (l *Snapshots) RemoveBefore(index uint64) error {
+	return l.remove(func(i uint64) bool { return i < index })
+}
+
+// RemoveAfter deletes every snapshot newer than index and syncs the
+// directory: a snapshot ahead of the journal (whose tail was cut) must
+// never be loaded later, when new records have taken its indexes.
+func (l *Snapshots) RemoveAfter(index uint64) error {
+	return l.remove(func(i uint64) bool { return i > index })
+}
+
+func (l *Snapshots) remove(match func(uint64) bool) error {
+	all, err := l.List()
 	if err != nil {
-		return l.errorf("remove snapshots: %w", err)
+		return fmt.Errorf("log: partition %d: remove snapshots: %w", l.partition, err)
 	}
 	removed := false
 	for _, i := range all {
-		if i < index {
+		if match(i) {
 			if err := os.Remove(filepath.Join(l.dir, snapshotName(i))); err != nil {
-				return l.errorf("remove snapshots: %w", err)
+				return fmt.Errorf("log: partition %d: remove snapshots: %w", l.partition, err)
 			}
 			removed = true
 		}
 	}
 	if removed {
 		if err := syncDir(l.dir); err != nil {
-			return l.errorf("remove snapshots: %w", err)
+			return fmt.Errorf("log: partition %d: remove snapshots: %w", l.partition, err)
 		}
 	}
 	return nil

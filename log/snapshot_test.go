@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-func writeSnapshot(t *testing.T, l *Log, index uint64, entries []Entry) {
+func writeSnapshot(t *testing.T, l *Snapshots, index uint64, entries []Entry) {
 	t.Helper()
-	w, err := l.CreateSnapshot(index)
+	w, err := l.Create(index)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,27 +26,26 @@ func writeSnapshot(t *testing.T, l *Log, index uint64, entries []Entry) {
 	}
 }
 
-func readAll(l *Log, index uint64) ([]Entry, error) {
+func readAll(l *Snapshots, index uint64) ([]Entry, error) {
 	var got []Entry
-	err := l.ReadSnapshot(index, func(typ byte, payload []byte) error {
-		got = append(got, Entry{typ, slices.Clone(payload)})
+	err := l.Read(index, func(typ byte, payload []byte) error {
+		got = append(got, Entry{Type: typ, Payload: slices.Clone(payload)})
 		return nil
 	})
 	return got, err
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {
-	l, err := Open(t.TempDir(), Options{Partition: testPartition})
+	l, err := OpenSnapshots(t.TempDir(), testPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	entries := testEntries(0, 500)
 	entries = append(entries, Entry{Type: 9, Payload: make([]byte, 70000)}) // a multi-byte length
 	writeSnapshot(t, l, 42, entries)
 	writeSnapshot(t, l, 7, entries[:3])
 	writeSnapshot(t, l, 100, nil) // an empty state is a valid snapshot
-	if idx, _ := l.Snapshots(); !slices.Equal(idx, []uint64{100, 42, 7}) {
+	if idx, _ := l.List(); !slices.Equal(idx, []uint64{100, 42, 7}) {
 		t.Fatalf("Snapshots = %v, want newest first", idx)
 	}
 	got, err := readAll(l, 42)
@@ -68,10 +67,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err != nil || index != 42 || n != len(entries) {
 		t.Fatalf("ReadSnapshotFile = %d %d %v", index, n, err)
 	}
-	if err := l.RemoveSnapshotsBefore(42); err != nil {
+	if err := l.RemoveBefore(42); err != nil {
 		t.Fatal(err)
 	}
-	if idx, _ := l.Snapshots(); !slices.Equal(idx, []uint64{100, 42}) {
+	if idx, _ := l.List(); !slices.Equal(idx, []uint64{100, 42}) {
 		t.Fatalf("after RemoveSnapshotsBefore(42): %v", idx)
 	}
 }
@@ -80,11 +79,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // offsets: every damaged snapshot is rejected with ErrCorrupt naming its file.
 func TestSnapshotDamage(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, Options{Partition: testPartition})
+	l, err := OpenSnapshots(dir, testPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	writeSnapshot(t, l, 5, testEntries(0, 40))
 	path := filepath.Join(dir, snapshotName(5))
 	good, err := os.ReadFile(path)
@@ -116,12 +114,11 @@ func TestSnapshotDamage(t *testing.T) {
 
 func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, Options{Partition: testPartition})
+	l, err := OpenSnapshots(dir, testPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	w, err := l.CreateSnapshot(3)
+	w, err := l.Create(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +129,7 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, snapshotName(4)+snapTemp), []byte("half"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if idx, _ := l.Snapshots(); len(idx) != 0 {
+	if idx, _ := l.List(); len(idx) != 0 {
 		t.Fatalf("Snapshots = %v, want none", idx)
 	}
 	writeSnapshot(t, l, 6, nil)
@@ -140,20 +137,25 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	if len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
-	// Snapshot files do not disturb the log itself.
-	if _, _, err := l.Append(testEntries(0, 3)); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	l, err = Open(dir, Options{Partition: testPartition})
+	// Snapshot files do not disturb a log in the same directory.
+	lg, err := Open(dir, Options{Partition: testPartition})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.LastIndex() != 3 {
-		t.Fatalf("LastIndex = %d after reopen beside a snapshot", l.LastIndex())
+	if _, _, err := lg.Append(testEntries(0, 3)); err != nil {
+		t.Fatal(err)
 	}
-	rep, err := Inspect(dir, nil)
-	if err != nil || rep.Entries != 3 {
+	lg.Close()
+	lg, err = Open(dir, Options{Partition: testPartition})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	if lg.LastIndex() != 3 {
+		t.Fatalf("LastIndex = %d after reopen beside a snapshot", lg.LastIndex())
+	}
+	rep, err := Inspect(dir, testPartition, nil)
+	if err != nil || rep.Records != 3 {
 		t.Fatalf("Inspect beside a snapshot = %+v %v", rep, err)
 	}
 }
@@ -163,11 +165,10 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 // as damage without allocating that much.
 func TestSnapshotHugeLength(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, Options{Partition: testPartition})
+	l, err := OpenSnapshots(dir, testPartition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
 	writeSnapshot(t, l, 3, testEntries(0, 2))
 	path := filepath.Join(dir, snapshotName(3))
 	good, err := os.ReadFile(path)

@@ -62,7 +62,10 @@ func TestWriteFailureChild(t *testing.T) {
 	defer setLimit(orig.Cur)
 
 	const payloadSize = 50
-	const entrySize = 1 + payloadSize + minFrameSize // uvarint length + frame
+	// A batch of one entry of payloadSize, while indexes are below 128:
+	// uvarint length, frame header, first index, count, partition, type,
+	// payload length, payload, checksum.
+	entrySize := 1 + batchFrameSize(1, []Entry{{Payload: make([]byte, payloadSize)}})
 	batchID := 0
 	payload := func(size int) []byte {
 		p := bytes.Repeat([]byte{'.'}, size)
@@ -85,7 +88,7 @@ func TestWriteFailureChild(t *testing.T) {
 	sawFailure := false
 	appendOK := func(l *Log, batch []Entry) {
 		t.Helper()
-		want = append(want, mustAppend(t, l, batch)...)
+		want = append(want, mustAppendBatch(t, l, batch)...)
 	}
 	appendFails := func(l *Log, batch []Entry) {
 		t.Helper()
@@ -114,8 +117,8 @@ func TestWriteFailureChild(t *testing.T) {
 	}
 	checkFiles := func(when string) {
 		t.Helper()
-		rep, err := Inspect(dir, nil)
-		if err != nil || rep.TornTailBytes != 0 || rep.Entries != len(want) || rep.LastIndex != want[len(want)-1].Index {
+		rep, err := Inspect(dir, testPartition, nil)
+		if err != nil || rep.TornTailBytes != 0 || rep.Records != len(want) || rep.LastIndex != want[len(want)-1].Index {
 			t.Fatalf("%s: Inspect = %+v, %v; want %d whole entries and nothing else", when, rep, err, len(want))
 		}
 	}
@@ -154,7 +157,7 @@ func TestWriteFailureChild(t *testing.T) {
 		// eleventh, before wal closes the segment.
 		opts.SegmentSize = 10*entrySize + 1
 		l = mustOpen(t, dir, opts)
-		setLimit(10*entrySize + entrySize/2)
+		setLimit(uint64(10*entrySize + entrySize/2))
 		for range 10 {
 			appendOK(l, batchOf(payloadSize))
 		}
@@ -162,20 +165,19 @@ func TestWriteFailureChild(t *testing.T) {
 		checkFiles("files right after the failure")
 
 	case "after cycle", "close while poisoned":
-		// The first entry of the batch completes a segment, which wal
-		// syncs and closes; the second, too big for the limit, fails in
-		// the new segment file. The first entry is durable on disk, yet
-		// must never be seen.
+		// The sixth batch completes a segment, which wal syncs and closes,
+		// opening the next; the seventh, too big for the limit, fails in
+		// the new segment file, which stays, empty.
 		opts.SegmentSize = 6 * entrySize
 		l = mustOpen(t, dir, opts)
-		setLimit(20 * entrySize)
-		for range 5 {
+		setLimit(uint64(20 * entrySize))
+		for range 6 {
 			appendOK(l, batchOf(payloadSize))
 		}
 		appendFails(l, batchOf(payloadSize, 30*entrySize))
 		checkFiles("files right after the failure")
-		if n := len(segmentFiles(t, dir)); n != 1 {
-			t.Fatalf("%d segment files after the failure, want the new one removed", n)
+		if got := segmentStarts(segmentFiles(t, dir)); !slices.Equal(got, []uint64{1, 7}) {
+			t.Fatalf("segments start at %v after the failure, want 1 and the empty 7", got)
 		}
 		if scenario == "close while poisoned" {
 			mustClose(t, l)
@@ -196,7 +198,7 @@ func TestWriteFailureChild(t *testing.T) {
 		if got := segmentStarts(segmentFiles(t, dir)); !slices.Equal(got, []uint64{1, 7, 13, 19}) {
 			t.Fatalf("segments start at %v, want 1, 7, 13, 19", got)
 		}
-		setLimit(20 * entrySize)
+		setLimit(uint64(20 * entrySize))
 		appendFails(l, batchOf(payloadSize, 30*entrySize))
 		if err := l.TruncateFront(16); err == nil || !l.Poisoned() || l.FirstIndex() != 1 {
 			t.Fatalf("TruncateFront(16) on a poisoned log: err = %v, Poisoned %v, FirstIndex %d; want a refusal", err, l.Poisoned(), l.FirstIndex())

@@ -15,36 +15,30 @@ import (
 	"testing"
 
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/partitioner"
 	"github.com/offsetd/offsetd/server"
 )
 
-// blockFirstSegment makes partition 0 of dir hang in its replay until
-// release is called: its first segment is a FIFO, whose open blocks until
-// a writer opens it, and a regular segment after it keeps the FIFO out of
-// the tail repair (which opens the last segment read-write and would not
-// block). Once released, the partition reads an empty segment before the
-// last one and fails to load.
-func blockFirstSegment(t *testing.T, dir string) (release func()) {
+// blockSnapshot makes partition 0 of dir hang in its load until release
+// is called: its snapshot becomes a FIFO, whose open blocks until a writer
+// opens it. Once released, the snapshot reads back empty, so damaged; the
+// journal no longer starts at its first record (dir is a converted
+// directory of format 1, whose journal starts after the snapshots), so
+// the partition fails to load.
+func blockSnapshot(t *testing.T, dir string) (release func()) {
 	t.Helper()
-	pdir := filepath.Join(dir, "p0000")
-	ents, err := os.ReadDir(pdir)
-	if err != nil {
+	snaps, err := filepath.Glob(filepath.Join(coordinator.SnapshotDir(dir, 0), "snap.*"))
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots of partition 0: %v %v", snaps, err)
+	}
+	if err := os.Remove(snaps[0]); err != nil {
 		t.Fatal(err)
 	}
-	for _, de := range ents {
-		if err := os.Remove(filepath.Join(pdir, de.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fifo := filepath.Join(pdir, fmt.Sprintf("%020d", 1))
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := syscall.Mkfifo(snaps[0], 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d", 2)), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	return func() {
-		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		f, err := os.OpenFile(snaps[0], os.O_WRONLY, 0)
 		if err != nil {
 			t.Error(err)
 			return
@@ -53,20 +47,38 @@ func blockFirstSegment(t *testing.T, dir string) (release func()) {
 	}
 }
 
+// groupOf returns a group name that lives in partition p of n.
+func groupOf(t *testing.T, p, n int) string {
+	t.Helper()
+	part, err := partitioner.New(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if g := fmt.Sprintf("g%d", i); part.Group(g) == p {
+			return g
+		}
+	}
+}
+
 // While partitions load, /healthz answers, /readyz and every request that
 // needs the loading partition say 503 with Retry-After; nothing is
 // answered empty.
 func TestLoading(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../coordinator/testdata/format1/data")); err != nil {
+		t.Fatal(err)
+	}
 	opts := coordinator.DefaultOptions()
-	opts.Partitions = 1
+	opts.Partitions = 4
 	opts.Logger = quiet
-	c, err := coordinator.Open(dir, opts)
+	c, err := coordinator.Open(dir, opts) // converts it to one journal
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	release := blockFirstSegment(t, dir)
+	release := blockSnapshot(t, dir)
+	g := groupOf(t, 0, opts.Partitions)
 
 	opts.LoadInBackground = true
 	c, err = coordinator.Open(dir, opts)
@@ -92,10 +104,10 @@ func TestLoading(t *testing.T) {
 	for _, req := range []struct{ method, path, body string }{
 		{"GET", "/readyz", ""},
 		{"GET", "/v1/groups", ""},
-		{"GET", "/v1/groups/g/offsets", ""},
-		{"GET", "/v1/groups/g/offsets/t/0", ""},
-		{"POST", "/v1/groups/g/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`},
-		{"DELETE", "/v1/groups/g", ""},
+		{"GET", "/v1/groups/" + g + "/offsets", ""},
+		{"GET", "/v1/groups/" + g + "/offsets/t/0", ""},
+		{"POST", "/v1/groups/" + g + "/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`},
+		{"DELETE", "/v1/groups/" + g, ""},
 		{"GET", "/v1/static-topics", ""},
 		{"GET", "/v1/static-topics/T?scope=c1", ""},
 		{"GET", "/v1/scopes", ""},
@@ -113,7 +125,7 @@ func TestLoading(t *testing.T) {
 	release()
 	released = true
 	if err := c.WaitReady(context.Background()); err == nil {
-		t.Fatal("a partition with an empty segment before its last loaded")
+		t.Fatal("a partition with no usable snapshot and a journal that starts later loaded")
 	}
 	// A partition that failed to load is not "still loading": /readyz says
 	// which and why.
@@ -121,7 +133,7 @@ func TestLoading(t *testing.T) {
 	if !strings.Contains(string(r.body), "partition 0 failed to load") {
 		t.Fatalf("/readyz after a failed load: %s", r.body)
 	}
-	e.fail(http.StatusInternalServerError, "internal", "GET", "/v1/groups/g/offsets", "")
+	e.fail(http.StatusInternalServerError, "internal", "GET", "/v1/groups/"+g+"/offsets", "")
 }
 
 const writeFailEnv = "OFFSETD_SERVER_WRITEFAIL_DIR"

@@ -19,33 +19,27 @@ import (
 	"github.com/offsetd/offsetd/log"
 )
 
-// partitionDir and snapshotPath name the files of a data directory.
-var (
-	partitionDir = coordinator.PartitionDir
-	snapshotPath = log.SnapshotPath
-)
-
 // openDataDir parses the arguments of verify and dump (DIR after the
-// flags) and returns the directory and its partition count.
-func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, int, error) {
+// flags) and returns the directory and where its files are.
+func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, coordinator.Layout, error) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return "", 0, err
+			return "", coordinator.Layout{}, err
 		}
-		return "", 0, fmt.Errorf("%w: %v", errUsage, err)
+		return "", coordinator.Layout{}, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() != 1 {
-		return "", 0, fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
+		return "", coordinator.Layout{}, fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
 	}
 	dir := fs.Arg(0)
-	n, err := coordinator.ReadPartitions(dir)
+	layout, err := coordinator.ReadLayout(dir)
 	if err != nil {
-		return "", 0, fmt.Errorf("%s is not an offsetd data directory: %w", dir, err)
+		return "", coordinator.Layout{}, fmt.Errorf("%s is not an offsetd data directory: %w", dir, err)
 	}
 	if inUse(dir) {
 		fmt.Fprintf(stderr, "offsetd: note: a server has %s open; its newest entries may be mid-write\n", dir)
 	}
-	return dir, n, nil
+	return dir, layout, nil
 }
 
 // inUse reports whether a coordinator holds dir's lock.
@@ -68,34 +62,41 @@ func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, "usage: offsetd verify DIR\n") }
-	dir, n, err := openDataDir(fs, args, stderr)
+	dir, layout, err := openDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)
 	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	fmt.Fprintf(out, "%s: %s\n", dir, plural(n, "partition"))
+	fmt.Fprintf(out, "%s: format %d, %s\n", dir, layout.Format, plural(layout.Partitions, "partition"))
 	damaged := 0
-	for i := range n {
-		pdir := partitionDir(dir, i)
+	for _, ld := range layout.Logs {
 		counts := map[byte]int{}
 		var recErr error
-		rep, err := log.Inspect(pdir, func(index uint64, typ byte, payload []byte) error {
-			counts[typ]++
+		rep, err := log.Inspect(ld.Dir, ld.Partition, func(index uint64, e log.Entry) error {
+			counts[e.Type]++
 			if recErr == nil {
-				if problem := checkRecord(typ, payload); problem != "" {
+				problem := checkRecord(e.Type, e.Payload)
+				if e.Partition >= layout.Partitions {
+					problem = fmt.Sprintf("partition %d of %d", e.Partition, layout.Partitions)
+				}
+				if problem != "" {
 					recErr = fmt.Errorf("index %d: %s", index, problem)
 				}
 			}
 			return nil
 		})
-		fmt.Fprintf(out, "%s: %s, %s", filepath.Base(pdir), plural(rep.Segments, "segment"), plural(rep.Entries, "entry"))
-		if rep.Entries > 0 {
+		fmt.Fprintf(out, "%s: %s, %s, %s", filepath.Base(ld.Dir), plural(rep.Segments, "segment"), plural(rep.Batches, "batch"), plural(rep.Records, "record"))
+		if rep.Records > 0 {
 			fmt.Fprintf(out, " (indexes %d-%d)", rep.FirstIndex, rep.LastIndex)
 		}
-		fmt.Fprintf(out, ", %s%s\n", humanize.IBytes(uint64(rep.Bytes)), typeCounts(counts))
+		fmt.Fprintf(out, ", %s%s", humanize.IBytes(uint64(rep.Bytes)), typeCounts(counts))
+		if rep.Clean {
+			fmt.Fprint(out, ", closed cleanly")
+		}
+		fmt.Fprintln(out)
 		if rep.TornTailBytes > 0 {
-			fmt.Fprintf(out, "  torn tail: %d bytes from byte %d of segment %s (an append a crash tore, never acknowledged, or damage to the last entry; cut when the directory is opened)\n",
+			fmt.Fprintf(out, "  torn tail: %d bytes from byte %d of segment %s (a batch a crash tore, never acknowledged; cut when the directory is opened)\n",
 				rep.TornTailBytes, rep.TornTailOffset, rep.TornTailSegment)
 		}
 		if len(rep.Leftovers) > 0 {
@@ -109,7 +110,10 @@ func verify(args []string, stdout, stderr io.Writer) int {
 			damaged++
 			fmt.Fprintf(out, "  BAD RECORD: %v\n", recErr)
 		}
-		damaged += verifySnapshots(out, pdir)
+	}
+	for i, sdir := range layout.Snapshots {
+		fmt.Fprintf(out, "partition %d snapshots:\n", i)
+		damaged += verifySnapshots(out, sdir)
 	}
 	if damaged > 0 {
 		fmt.Fprintf(out, "verify: %d problems found\n", damaged)
@@ -131,7 +135,7 @@ func verifySnapshots(out io.Writer, pdir string) int {
 	for _, index := range snaps {
 		counts := map[byte]int{}
 		var recErr error
-		path := snapshotPath(pdir, index)
+		path := log.SnapshotPath(pdir, index)
 		covers, records, err := log.ReadSnapshotFile(path, func(typ byte, payload []byte) error {
 			counts[typ]++
 			if problem := checkRecord(typ, payload); problem != "" && recErr == nil {
@@ -205,10 +209,11 @@ func dump(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: offsetd dump [-partition N] [-snapshots] DIR\n")
 		fs.PrintDefaults()
 	}
-	dir, n, err := openDataDir(fs, args, stderr)
+	dir, layout, err := openDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)
 	}
+	n := layout.Partitions
 	if *only >= n {
 		fmt.Fprintf(stderr, "offsetd: %s has partitions 0-%d, not %d\n", dir, n-1, *only)
 		return 2
@@ -217,19 +222,18 @@ func dump(args []string, stdout, stderr io.Writer) int {
 	defer out.Flush()
 	enc := json.NewEncoder(out)
 	status := 0
-	for i := range n {
-		if *only >= 0 && i != *only {
-			continue
-		}
-		pdir := partitionDir(dir, i)
-		if *snapshots {
-			snaps, err := log.ListSnapshots(pdir)
+	if *snapshots {
+		for i, sdir := range layout.Snapshots {
+			if *only >= 0 && i != *only {
+				continue
+			}
+			snaps, err := log.ListSnapshots(sdir)
 			if err != nil {
 				fmt.Fprintf(stderr, "offsetd: partition %d: %v\n", i, err)
 				status = 1
 			}
 			for _, index := range slices.Backward(snaps) { // oldest first
-				_, _, err := log.ReadSnapshotFile(snapshotPath(pdir, index), func(typ byte, payload []byte) error {
+				_, _, err := log.ReadSnapshotFile(log.SnapshotPath(sdir, index), func(typ byte, payload []byte) error {
 					return enc.Encode(newDumpLine(i, 0, index, typ, payload))
 				})
 				if err != nil {
@@ -238,11 +242,16 @@ func dump(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
-		_, err := log.Inspect(pdir, func(index uint64, typ byte, payload []byte) error {
-			return enc.Encode(newDumpLine(i, index, 0, typ, payload))
+	}
+	for _, ld := range layout.Logs {
+		_, err := log.Inspect(ld.Dir, ld.Partition, func(index uint64, e log.Entry) error {
+			if *only >= 0 && e.Partition != *only {
+				return nil
+			}
+			return enc.Encode(newDumpLine(e.Partition, index, 0, e.Type, e.Payload))
 		})
 		if err != nil {
-			fmt.Fprintf(stderr, "offsetd: partition %d: %v\n", i, err)
+			fmt.Fprintf(stderr, "offsetd: %s: %v\n", filepath.Base(ld.Dir), err)
 			status = 1
 		}
 	}
@@ -271,6 +280,8 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	case noun == "entry":
 		return fmt.Sprintf("%d entries", n)
+	case noun == "batch":
+		return fmt.Sprintf("%d batches", n)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

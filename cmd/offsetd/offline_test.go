@@ -36,17 +36,15 @@ func fillDataDir(t *testing.T) string {
 	return data
 }
 
-// segmentOf returns the first segment file of group g's partition.
-func segmentOf(t *testing.T, data, group string) string {
-	t.Helper()
-	p, _ := partitioner.New(4)
-	return filepath.Join(partitionDir(data, p.Group(group)), "00000000000000000001")
+// firstSegment returns the journal's first segment file.
+func firstSegment(data string) string {
+	return filepath.Join(coordinator.JournalDir(data), "00000000000000000001")
 }
 
 func TestVerifyAndDump(t *testing.T) {
 	data := fillDataDir(t)
 	out := mustRun(t, 0, nil, "verify", data)
-	for _, want := range []string{"4 partitions", "3 entries (indexes 1-3)", "commit 3", "mapping 1", "global_read 1", "verify: ok"} {
+	for _, want := range []string{"format 2, 4 partitions", "5 batches, 5 records (indexes 1-5)", "closed cleanly", "commit 3", "mapping 1", "global_read 1", "verify: ok"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("verify lacks %q:\n%s", want, out)
 		}
@@ -96,11 +94,12 @@ func TestVerifyAndDump(t *testing.T) {
 	mustRun(t, 1, nil, "verify", t.TempDir())
 }
 
-// A torn tail is reported but is no damage (offsetd cuts it on open); a
+// After a clean close, bytes past the end are damage; after a crash they
+// are a torn tail, reported but no damage (offsetd cuts it on open); a
 // flipped byte before the tail is damage, named by segment and index.
 func TestVerifyFindsDamage(t *testing.T) {
 	data := fillDataDir(t)
-	seg := segmentOf(t, data, "g")
+	seg := firstSegment(data)
 	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +108,15 @@ func TestVerifyFindsDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	out := mustRun(t, 0, nil, "verify", data)
+	out := mustRun(t, 1, nil, "verify", data)
+	if !strings.Contains(out, "DAMAGED") || !strings.Contains(out, "closed cleanly") {
+		t.Fatalf("verify of bytes past the end of a cleanly closed journal:\n%s", out)
+	}
+	// What a crash leaves: no clean-close marker.
+	if err := os.Remove(filepath.Join(coordinator.JournalDir(data), "CLEAN")); err != nil {
+		t.Fatal(err)
+	}
+	out = mustRun(t, 0, nil, "verify", data)
 	if !strings.Contains(out, "torn tail: 20 bytes") {
 		t.Fatalf("verify of a torn tail:\n%s", out)
 	}
@@ -169,7 +176,7 @@ func TestVerifySnapshots(t *testing.T) {
 		t.Fatalf("dump -snapshots:\n%s", out)
 	}
 
-	path := filepath.Join(partitionDir(data, 0), snap)
+	path := filepath.Join(coordinator.SnapshotDir(data, 0), snap)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

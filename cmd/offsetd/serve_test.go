@@ -238,7 +238,7 @@ func TestRestartThroughBinary(t *testing.T) {
 	}
 	stop(cmd, stderr)
 
-	if _, err := os.Stat(filepath.Join(data, "p0000")); err != nil {
+	if _, err := os.Stat(coordinator.JournalDir(data)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,0 +1,96 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The clean-close marker: Close writes it once everything is synced, Open
+// checks the directory against it and removes it before the first write.
+// While it exists nothing can be in flight, so nothing at the end of the
+// log can be a torn write: damage there is corruption, and the log must
+// end exactly where the marker says.
+//
+//	| "OFFCLEAN" | version 1 | last wal entry uint64 | last record index uint64 |
+//	| size of the last segment uint64 | crc32c of the bytes before, all LE |
+const (
+	cleanName    = "CLEAN"
+	cleanMagic   = "OFFCLEAN"
+	cleanVersion = 1
+	cleanSize    = len(cleanMagic) + 1 + 3*8 + 4
+)
+
+type cleanMarker struct {
+	lastBatch uint64
+	last      uint64
+	tailSize  int64
+}
+
+// writeCleanMarker writes the marker through a synced temporary file and a
+// rename, then syncs the directory.
+func writeCleanMarker(dir string, m cleanMarker) error {
+	b := make([]byte, 0, cleanSize)
+	b = append(b, cleanMagic...)
+	b = append(b, cleanVersion)
+	b = binary.LittleEndian.AppendUint64(b, m.lastBatch)
+	b = binary.LittleEndian.AppendUint64(b, m.last)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.tailSize))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	path := filepath.Join(dir, cleanName)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// readCleanMarker returns the marker in dir, nil if there is none, or an
+// ErrCorrupt error if it is damaged (it is written whole or not at all).
+func readCleanMarker(dir string) (*cleanMarker, error) {
+	os.Remove(filepath.Join(dir, cleanName+".tmp")) // a Close that crashed: not clean
+	b, err := os.ReadFile(filepath.Join(dir, cleanName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != cleanSize || string(b[:len(cleanMagic)]) != cleanMagic || b[len(cleanMagic)] != cleanVersion ||
+		crc32.Checksum(b[:cleanSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cleanSize-4:]) {
+		return nil, &CorruptError{Segment: cleanName, Err: errCleanMarker}
+	}
+	p := b[len(cleanMagic)+1:]
+	return &cleanMarker{
+		lastBatch: binary.LittleEndian.Uint64(p),
+		last:      binary.LittleEndian.Uint64(p[8:]),
+		tailSize:  int64(binary.LittleEndian.Uint64(p[16:])),
+	}, nil
+}
+
+// removeCleanMarker removes the marker and syncs the directory, so that a
+// crash from now on is not taken for a clean close.
+func removeCleanMarker(dir string) error {
+	if err := os.Remove(filepath.Join(dir, cleanName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(dir)
+}

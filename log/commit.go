@@ -1,0 +1,181 @@
+package log
+
+import (
+	"errors"
+	"sync"
+)
+
+// Committer owns a Log and appends to it, for many goroutines, everything
+// they hand it, as few batches as it can: one goroutine takes whatever has
+// queued, appends it as one batch with one fsync, and answers each caller.
+// While that fsync runs, the next batch forms in the queue, so under load
+// every fsync carries everything that arrived meanwhile. This is where a
+// commit becomes durable.
+//
+// Each caller's entries stay contiguous and in order in the batch, and
+// callers that queue one after the other get increasing indexes. Results
+// travel in the call's own waiter: the committer never writes memory the
+// caller owns.
+type Committer struct {
+	log      *Log
+	maxBytes int
+
+	mu     sync.Mutex
+	queue  []*waiter // guarded by mu
+	closed bool      // guarded by mu
+
+	wake chan struct{} // holds a token while the queue may be non-empty
+	done chan struct{} // closed when the loop has returned
+
+	entries []Entry // the batch being appended; the loop's own
+}
+
+// waiter is one call waiting for its entries to be durable.
+type waiter struct {
+	entries     []Entry
+	bytes       int
+	sync        bool
+	first, last uint64
+	err         error
+	done        chan struct{}
+}
+
+// ErrCommitterClosed is returned by calls made after Close.
+var ErrCommitterClosed = errors.New("log: committer closed")
+
+// maxCommitBytes bounds the payload bytes of one batch that the committer
+// forms out of several calls (one call's entries are never split).
+const maxCommitBytes = 16 << 20
+
+// NewCommitter starts the goroutine that appends to l, which from now on
+// must be used only through the Committer, but for the methods Log allows
+// on any goroutine (TruncateFront, FirstIndex, LastIndex).
+func NewCommitter(l *Log) *Committer {
+	c := &Committer{log: l, maxBytes: maxCommitBytes, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// Commit appends entries as part of the next batch and returns, once the
+// batch is durable (synced, unless the log is UnsafeNoSync), the record
+// indexes of the first and the last of them. entries must not change until
+// Commit returns. An error fails every call of the batch, which is then
+// absent from the log (see Log.Append).
+func (c *Committer) Commit(entries []Entry) (first, last uint64, err error) {
+	if len(entries) == 0 {
+		return 0, 0, ErrInvalid
+	}
+	w := &waiter{entries: entries, done: make(chan struct{})}
+	for _, e := range entries {
+		w.bytes += len(e.Payload)
+	}
+	if err := c.enqueue(w); err != nil {
+		return 0, 0, err
+	}
+	<-w.done
+	return w.first, w.last, w.err
+}
+
+// Sync returns once everything committed before it is durable, even with
+// UnsafeNoSync: snapshots call it before they are committed, so that no
+// snapshot covers records a machine crash could take back.
+func (c *Committer) Sync() error {
+	w := &waiter{sync: true, done: make(chan struct{})}
+	if err := c.enqueue(w); err != nil {
+		return err
+	}
+	<-w.done
+	return w.err
+}
+
+func (c *Committer) enqueue(w *waiter) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrCommitterClosed
+	}
+	c.queue = append(c.queue, w)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// LastIndex returns the log's last durable record index.
+func (c *Committer) LastIndex() uint64 { return c.log.LastIndex() }
+
+// Close answers every call already queued, then stops. It does not close
+// the Log.
+func (c *Committer) Close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	<-c.done
+}
+
+func (c *Committer) run() {
+	defer close(c.done)
+	var spare []*waiter
+	for range c.wake {
+		for {
+			c.mu.Lock()
+			n, bytes := 0, 0
+			for n < len(c.queue) && (n == 0 || bytes+c.queue[n].bytes <= c.maxBytes) {
+				bytes += c.queue[n].bytes
+				n++
+			}
+			batch := append(spare[:0], c.queue[:n]...)
+			rest := copy(c.queue, c.queue[n:])
+			clear(c.queue[rest:])
+			c.queue = c.queue[:rest]
+			closed := c.closed
+			c.mu.Unlock()
+			if len(batch) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			c.append(batch)
+			clear(batch)
+			spare = batch
+		}
+	}
+}
+
+// append writes the entries of every waiter in batch as one batch, syncs if
+// one of them asked for it, and answers them all.
+func (c *Committer) append(batch []*waiter) {
+	c.entries = c.entries[:0]
+	sync := false
+	for _, w := range batch {
+		c.entries = append(c.entries, w.entries...)
+		sync = sync || w.sync
+	}
+	var first uint64
+	var err error
+	if len(c.entries) > 0 {
+		first, _, err = c.log.Append(c.entries)
+	}
+	if err == nil && sync && c.log.opts.UnsafeNoSync {
+		err = c.log.Sync()
+	}
+	clear(c.entries) // drop the payloads
+	next := first
+	for _, w := range batch {
+		if n := uint64(len(w.entries)); n > 0 && err == nil {
+			w.first, w.last = next, next+n-1
+			next += n
+		}
+		w.err = err
+		close(w.done)
+	}
+}
