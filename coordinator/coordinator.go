@@ -287,6 +287,9 @@ type PartitionStats struct {
 	// records this partition replayed.
 	LoadTime    time.Duration
 	LoadRecords int
+	// LoadBytes is what loading read for this partition: its snapshot
+	// file and the payloads of the journal records it replayed.
+	LoadBytes int64
 	// SnapshotIndex is the journal index the partition's newest snapshot
 	// written since open covers, and SnapshotBytes its size; 0 before one.
 	SnapshotIndex uint64
@@ -307,6 +310,7 @@ func (c *Coordinator) Stats() []PartitionStats {
 			s.Mappings = p.mappings.Len()
 			s.LoadTime = p.loadTime
 			s.LoadRecords = p.loadRecords
+			s.LoadBytes = p.loadBytes
 			s.SnapshotIndex = p.snapshotIndex.Load()
 			s.SnapshotBytes = p.snapshotSize.Load()
 		}

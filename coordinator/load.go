@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error
 			continue
 		}
 		p.lastSnapshot = index
+		if fi, err := os.Stat(log.SnapshotPath(snaps.Dir(), index)); err == nil {
+			p.loadBytes += fi.Size()
+		}
 		if i+1 < len(list) {
 			p.prevSnapshot = list[i+1]
 		}
@@ -162,6 +166,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		f := &feeds[e.Partition]
 		f.chunk = append(f.chunk, replayRecord{index, e.Type, e.Payload})
 		c.parts[e.Partition].sinceSnapshot += int64(len(e.Payload))
+		c.parts[e.Partition].loadBytes += int64(len(e.Payload))
 		if len(f.chunk) == replayChunk {
 			f.ch <- f.chunk
 			f.chunk = make([]replayRecord, 0, replayChunk)
@@ -248,7 +253,13 @@ func (c *Coordinator) loadAll() {
 			}
 			return
 		}
-		c.committer = log.NewCommitter(c.journal)
+		var onBatch func(log.BatchInfo)
+		if jo, ok := c.opts.Observer.(JournalObserver); ok {
+			onBatch = func(b log.BatchInfo) {
+				jo.ObserveJournalBatch(b.Calls, b.Partitions, b.Records, b.Bytes, b.Took, b.Err)
+			}
+		}
+		c.committer = log.NewCommitter(c.journal, onBatch)
 		took := time.Since(start)
 		for _, p := range loading {
 			p.loadTime = took

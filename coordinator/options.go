@@ -23,9 +23,10 @@ type Options struct {
 	// directory is created; opening it with another count fails with
 	// ErrPartitionMismatch.
 	Partitions int
-	// SegmentSize is the target size of a log segment file in bytes. Each
-	// partition keeps its tail segment in memory, so memory for the logs is
-	// about Partitions × 2 × SegmentSize: keep it a few MiB.
+	// SegmentSize is the target size of a journal segment file in bytes.
+	// The journal keeps its last segment in memory, and drops old ones
+	// whole, so segments that are small beside the live state keep the
+	// disk close to it. Default 256 KiB.
 	SegmentSize int
 	// MaxMetadataBytes bounds the metadata string of one offset.
 	MaxMetadataBytes int
@@ -41,11 +42,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock stamped on commits. Nil means time.Now.
 	Now func() time.Time
-	// SnapshotBytes is how many bytes of log a partition appends before it
-	// writes a snapshot of its live state (in the background) and drops the
-	// log before the previous snapshot. The threshold grows to the size of
-	// the last snapshot, so the log stays a small multiple of the live state.
-	// Negative disables snapshots: the log then grows without bound.
+	// SnapshotBytes is the least journal traffic between two snapshots of
+	// a partition, shared out over the partitions: a partition snapshots
+	// once the journal bytes it appended since its last snapshot reach
+	// half that snapshot's size, or SnapshotBytes/Partitions if that is
+	// more. So disk and restart time follow the live state, not the
+	// history. Default 256 KiB. Negative disables snapshots: the journal
+	// then grows without bound.
 	SnapshotBytes int64
 	// Retention is how long a group may go without a commit before all of
 	// its offsets expire at once. 0 keeps groups forever.
@@ -69,6 +72,15 @@ type Observer interface {
 	ObserveLoad(partition int, records int, took time.Duration)
 }
 
+// JournalObserver, when the Observer also implements it, is told about
+// every batch the journal makes durable: how many partitions' batches it
+// carried (calls), from how many distinct partitions, their records and
+// payload bytes, and how long its append and fsync took. It is called on
+// the journal's goroutine and must be quick.
+type JournalObserver interface {
+	ObserveJournalBatch(calls, partitions, records, bytes int, took time.Duration, err error)
+}
+
 // MaintenanceObserver, when the Observer also implements it, is told about
 // snapshots, log truncations and expired groups.
 type MaintenanceObserver interface {
@@ -85,9 +97,9 @@ type MaintenanceObserver interface {
 func DefaultOptions() Options {
 	return Options{
 		Partitions:             16,
-		SegmentSize:            4 << 20,
+		SegmentSize:            256 << 10,
 		MaxMetadataBytes:       4096,
-		SnapshotBytes:          16 << 20,
+		SnapshotBytes:          256 << 10,
 		Retention:              7 * 24 * time.Hour,
 		RetentionCheckInterval: time.Minute,
 	}

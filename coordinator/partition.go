@@ -45,7 +45,8 @@ type partition struct {
 	state       atomic.Int32
 	loadErr     error         // set before state becomes stateFailed
 	loadTime    time.Duration // set before state becomes stateReady
-	loadRecords int           // log entries replayed; set before stateReady
+	loadRecords int           // journal records replayed; set before stateReady
+	loadBytes   int64         // snapshot and journal bytes read; set before stateReady
 
 	// committer makes the partition's batches durable in the journal that
 	// every partition shares; set before the writer starts.

@@ -2,7 +2,9 @@ package log
 
 import (
 	"errors"
+	"slices"
 	"sync"
+	"time"
 )
 
 // Committer owns a Log and appends to it, for many goroutines, everything
@@ -19,6 +21,7 @@ import (
 type Committer struct {
 	log      *Log
 	maxBytes int
+	onBatch  func(BatchInfo)
 
 	mu     sync.Mutex
 	queue  []*waiter // guarded by mu
@@ -27,7 +30,8 @@ type Committer struct {
 	wake chan struct{} // holds a token while the queue may be non-empty
 	done chan struct{} // closed when the loop has returned
 
-	entries []Entry // the batch being appended; the loop's own
+	entries    []Entry // the batch being appended; the loop's own
+	partitions []int   // scratch for BatchInfo.Partitions
 }
 
 // waiter is one call waiting for its entries to be durable.
@@ -40,6 +44,16 @@ type waiter struct {
 	done        chan struct{}
 }
 
+// BatchInfo describes one batch the Committer appended.
+type BatchInfo struct {
+	Calls      int           // Commit calls it carried
+	Records    int           // their records
+	Partitions int           // distinct partitions among them
+	Bytes      int           // payload bytes
+	Took       time.Duration // the append with its fsync
+	Err        error
+}
+
 // ErrCommitterClosed is returned by calls made after Close.
 var ErrCommitterClosed = errors.New("log: committer closed")
 
@@ -49,9 +63,11 @@ const maxCommitBytes = 16 << 20
 
 // NewCommitter starts the goroutine that appends to l, which from now on
 // must be used only through the Committer, but for the methods Log allows
-// on any goroutine (TruncateFront, FirstIndex, LastIndex).
-func NewCommitter(l *Log) *Committer {
-	c := &Committer{log: l, maxBytes: maxCommitBytes, wake: make(chan struct{}, 1), done: make(chan struct{})}
+// on any goroutine (TruncateFront, SegmentsBefore, FirstIndex, LastIndex).
+// onBatch, if not nil, is told about every batch, on the committer's
+// goroutine, before the callers are answered: it must be quick.
+func NewCommitter(l *Log, onBatch func(BatchInfo)) *Committer {
+	c := &Committer{log: l, maxBytes: maxCommitBytes, onBatch: onBatch, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.run()
 	return c
 }
@@ -162,11 +178,29 @@ func (c *Committer) append(batch []*waiter) {
 	}
 	var first uint64
 	var err error
+	start := time.Now()
 	if len(c.entries) > 0 {
 		first, _, err = c.log.Append(c.entries)
 	}
 	if err == nil && sync && c.log.opts.UnsafeNoSync {
 		err = c.log.Sync()
+	}
+	if c.onBatch != nil && len(c.entries) > 0 {
+		info := BatchInfo{Records: len(c.entries), Took: time.Since(start), Err: err}
+		c.partitions = c.partitions[:0]
+		for _, w := range batch {
+			if len(w.entries) > 0 {
+				info.Calls++
+				info.Bytes += w.bytes
+			}
+			for _, e := range w.entries {
+				if !slices.Contains(c.partitions, e.Partition) {
+					c.partitions = append(c.partitions, e.Partition)
+				}
+			}
+		}
+		info.Partitions = len(c.partitions)
+		c.onBatch(info)
 	}
 	clear(c.entries) // drop the payloads
 	next := first

@@ -20,7 +20,7 @@ func Example() {
 	}
 	// Many goroutines commit through one Committer: what queues while an
 	// fsync runs goes out together, as one batch with one fsync.
-	c := log.NewCommitter(l)
+	c := log.NewCommitter(l, nil)
 	first, last, err := c.Commit([]log.Entry{
 		{Partition: 3, Type: 1, Payload: []byte("group-a orders/0 = 42")},
 		{Partition: 5, Type: 1, Payload: []byte("group-b orders/1 = 7")},

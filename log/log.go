@@ -42,6 +42,10 @@ func DefaultOptions() Options {
 	return Options{SegmentSize: 4 << 20}
 }
 
+// reopenAfterSegments is how many segments wal may create before the Log
+// reopens it, to drop its memory of segments long removed.
+const reopenAfterSegments = 1024
+
 // maxSegmentSize bounds SegmentSize: the tail segment is held in memory.
 const maxSegmentSize = 1 << 30
 
@@ -102,6 +106,7 @@ type Log struct {
 	lastBatch atomic.Uint64 // wal index of the last entry durably appended
 	poisoned  atomic.Bool
 	empty     bool // the log holds no batch
+	cycled    int  // segments wal created since it was opened
 
 	// tailStart and tailSize mirror wal's last segment (the wal index of its
 	// first entry and its size in bytes), to know when a batch creates a
@@ -301,6 +306,7 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		}
 		// wal caches the segment it just closed; we never read it back.
 		l.wal.ClearCache()
+		l.cycled++
 	}
 	l.tailStart.Store(tailStart)
 	l.tailSize = tailSize
@@ -310,6 +316,16 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		l.empty = false
 	}
 	l.last.Store(last)
+	if l.cycled >= reopenAfterSegments {
+		// wal's list of segments grows by one for each it creates, even
+		// once TruncateFront removed them; a reopen lists the directory
+		// afresh. The batch is durable whatever happens here: a failed
+		// reopen leaves the handle poisoned, and the next write retries.
+		l.cycled = 0
+		if err := l.recover(); err != nil {
+			l.logger.Error("log: reopen to forget removed segments failed; the next write retries", "err", err.Error())
+		}
+	}
 	return first, last, nil
 }
 
@@ -468,6 +484,39 @@ func (l *Log) segmentsBefore(segs []segmentFile, index uint64) (int, []uint64, e
 		n++
 	}
 	return n, firsts, nil
+}
+
+// SegmentInfo describes one segment file.
+type SegmentInfo struct {
+	First uint64 // record index where its first batch starts; 0 if it holds none
+	Bytes int64
+}
+
+// Segments describes the segment files, oldest first. Like TruncateFront,
+// it may run beside the owner.
+func (l *Log) Segments() ([]SegmentInfo, error) {
+	l.files.Lock()
+	defer l.files.Unlock()
+	if l.closed {
+		return nil, l.errorf("segments: %w", ErrClosed)
+	}
+	st, err := readDirState(l.dir)
+	if err != nil {
+		return nil, l.errorf("segments: %w", err)
+	}
+	out := make([]SegmentInfo, len(st.segments))
+	for i, s := range st.segments {
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			return nil, l.errorf("segments: %w", err)
+		}
+		first, err := segmentFirstIndex(s)
+		if err != nil {
+			return nil, l.errorf("segments: %w", err)
+		}
+		out[i] = SegmentInfo{First: first, Bytes: fi.Size()}
+	}
+	return out, nil
 }
 
 // SegmentsBefore returns how many segment files TruncateFront(index) would

@@ -517,3 +517,29 @@ func TestTruncateFrontBesideAppend(t *testing.T) {
 		t.Fatalf("replay from %d gave %d..%d", l.FirstIndex(), got[0].Index, got[len(got)-1].Index)
 	}
 }
+
+// TestReopenForgetsSegments: wal remembers every segment it created; the
+// Log reopens it every reopenAfterSegments segments, which must lose
+// nothing and keep appending.
+func TestReopenForgetsSegments(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testOptions(t, 64))
+	var want []record
+	for range reopenAfterSegments + 50 {
+		want = append(want, mustAppend(t, l, testEntries(len(want), 1))...)
+		if len(want)%300 == 0 {
+			if err := l.TruncateFront(l.LastIndex() - 10); err != nil {
+				t.Fatal(err)
+			}
+			want = want[len(want)-len(replayAll(t, l, 0)):]
+		}
+	}
+	if l.cycled >= reopenAfterSegments || l.Poisoned() {
+		t.Fatalf("after %d segments: %d since the last reopen, poisoned %v", reopenAfterSegments+50, l.cycled, l.Poisoned())
+	}
+	checkRecords(t, "Replay", replayAll(t, l, 0), want)
+	mustClose(t, l)
+	l = mustOpen(t, dir, testOptions(t, 64))
+	checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
+	mustClose(t, l)
+}

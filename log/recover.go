@@ -64,6 +64,7 @@ func (l *Log) recover() error {
 	if err := l.openWAL(nil); err != nil {
 		return err
 	}
+	l.cycled = 0
 	if got, gotBatch := l.last.Load(), l.lastBatch.Load(); gotBatch != lastBatch || (got != last && lastBatch != 0) {
 		// openWAL stored what it found; keep ours, and give up on this handle.
 		l.last.Store(last)

@@ -33,6 +33,11 @@ type Metrics struct {
 	snapshotBytes  *prometheus.GaugeVec
 	truncations    *prometheus.CounterVec
 	expiredGroups  prometheus.Counter
+	journalCalls   prometheus.Histogram
+	journalParts   prometheus.Histogram
+	journalRecords prometheus.Histogram
+	journalSync    prometheus.Histogram
+	journalFails   prometheus.Counter
 
 	mu sync.Mutex
 	c  *coordinator.Coordinator // guarded by mu; set by register
@@ -41,6 +46,7 @@ type Metrics struct {
 var (
 	_ coordinator.Observer            = (*Metrics)(nil)
 	_ coordinator.MaintenanceObserver = (*Metrics)(nil)
+	_ coordinator.JournalObserver     = (*Metrics)(nil)
 )
 
 // NewMetrics returns unregistered metrics; New registers them.
@@ -58,22 +64,22 @@ func NewMetrics() *Metrics {
 		}),
 		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_log_batch_requests",
-			Help:    "Requests carried by one group commit (one log append, one fsync).",
+			Help:    "Requests carried by one partition's batch (one atomic entry each).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 to 1024
 		}),
 		batchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_log_batch_bytes",
-			Help:    "Payload bytes of one group commit.",
+			Help:    "Payload bytes of one partition's batch.",
 			Buckets: prometheus.ExponentialBuckets(64, 4, 10), // 64 B to 16 MiB
 		}),
 		appendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_log_append_duration_seconds",
-			Help:    "Time of one log append including its fsync.",
+			Help:    "Time from a partition's batch entering the journal to its being durable (the wait for the shared fsync included).",
 			Buckets: latencyBuckets,
 		}),
 		appendFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offsetd_log_append_failures_total",
-			Help: "Log appends that failed; each makes its partition repair its log.",
+			Help: "Partition batches whose journal append failed.",
 		}),
 		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offsetd_response_cache_hits_total",
@@ -109,6 +115,30 @@ func NewMetrics() *Metrics {
 			Name: "offsetd_log_truncations_total",
 			Help: "Log fronts dropped after a snapshot, by result (ok or error).",
 		}, []string{"result"}),
+		journalCalls: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_journal_batch_partition_batches",
+			Help:    "Partition batches carried by one journal batch (one append, one fsync).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		journalParts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_journal_batch_partitions",
+			Help:    "Distinct internal partitions whose commits shared one journal fsync.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		journalRecords: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_journal_batch_records",
+			Help:    "Records (commit requests) made durable by one journal fsync.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 15),
+		}),
+		journalSync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "offsetd_journal_append_duration_seconds",
+			Help:    "Time of one journal append including its fsync.",
+			Buckets: latencyBuckets,
+		}),
+		journalFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offsetd_journal_append_failures_total",
+			Help: "Journal appends that failed; each fails its commits, and the journal is repaired before the next.",
+		}),
 		expiredGroups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offsetd_groups_expired_total",
 			Help: "Groups whose offsets expired after going without a commit for the retention period.",
@@ -157,6 +187,19 @@ func (m *Metrics) ObserveAppend(partition, requests, bytes int, took time.Durati
 	m.appendLatency.Observe(took.Seconds())
 }
 
+// ObserveJournalBatch records one journal batch; it implements
+// coordinator.JournalObserver.
+func (m *Metrics) ObserveJournalBatch(calls, partitions, records, bytes int, took time.Duration, err error) {
+	if err != nil {
+		m.journalFails.Inc()
+		return
+	}
+	m.journalCalls.Observe(float64(calls))
+	m.journalParts.Observe(float64(partitions))
+	m.journalRecords.Observe(float64(records))
+	m.journalSync.Observe(took.Seconds())
+}
+
 // ObserveLoad implements coordinator.Observer. Load times are read from
 // Coordinator.Stats at scrape time instead, so it records nothing.
 func (m *Metrics) ObserveLoad(partition int, records int, took time.Duration) {}
@@ -189,7 +232,8 @@ func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator
 	cs := []prometheus.Collector{
 		m.commits, m.commitLatency, m.batchRequests, m.batchBytes, m.appendLatency, m.appendFailures,
 		m.cacheHits, m.cacheMisses, m.requests, m.requestLatency,
-		m.snapshots, m.snapshotTime, m.snapshotBytes, m.truncations, m.expiredGroups, partitionCollector{c},
+		m.snapshots, m.snapshotTime, m.snapshotBytes, m.truncations, m.expiredGroups,
+		m.journalCalls, m.journalParts, m.journalRecords, m.journalSync, m.journalFails, partitionCollector{c},
 	}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {

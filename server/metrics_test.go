@@ -99,6 +99,11 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", series, got, ok, v)
 		}
 	}
+	// The journal carried them, one fsync each.
+	if m[`offsetd_journal_batch_records_sum`] != 5 || m[`offsetd_journal_append_duration_seconds_count`] != 5 || m[`offsetd_journal_batch_partitions_sum`] != 5 {
+		t.Errorf("journal batches: %v records in %v appends, %v partitions", m[`offsetd_journal_batch_records_sum`],
+			m[`offsetd_journal_append_duration_seconds_count`], m[`offsetd_journal_batch_partitions_sum`])
+	}
 	// 4 commits and an expiry record, each its own batch.
 	if m[`offsetd_log_batch_requests_count`] != 5 || m[`offsetd_log_batch_requests_sum`] != 5 || m[`offsetd_log_append_duration_seconds_count`] != 5 {
 		t.Errorf("batches %v of %v requests, appends %v", m[`offsetd_log_batch_requests_count`],
