@@ -66,6 +66,11 @@ type Mapping struct {
 	Epoch       int64                   `json:"epoch"`
 	Bname       string                  `json:"bname"`
 	Queues      map[int32][]MappingItem `json:"queues"`
+	// ReservedQueueIDs holds, per broker, the lowest physical queue id a new
+	// item may take there: ids below it were used by items a trim dropped,
+	// and a physical queue is never reused. Brokers without trimmed items
+	// are absent.
+	ReservedQueueIDs map[string]int32 `json:"reservedQueueIds,omitempty"`
 }
 
 // QueueMove asks Remap to move logic queue QueueID to broker ToBroker.
@@ -89,14 +94,17 @@ func (m Mapping) Clone() Mapping {
 			out.Queues[q] = slices.Clone(items)
 		}
 	}
+	out.ReservedQueueIDs = maps.Clone(m.ReservedQueueIDs)
 	return out
 }
 
 // Equal reports whether m and o have the same content. A nil and an empty
-// Queues map are equal, and so are a nil and an empty item list.
+// Queues (or ReservedQueueIDs) map are equal, and so are a nil and an empty
+// item list.
 func (m Mapping) Equal(o Mapping) bool {
 	if m.Version != o.Version || m.Topic != o.Topic || m.Scope != o.Scope ||
-		m.TotalQueues != o.TotalQueues || m.Epoch != o.Epoch || m.Bname != o.Bname {
+		m.TotalQueues != o.TotalQueues || m.Epoch != o.Epoch || m.Bname != o.Bname ||
+		!maps.Equal(m.ReservedQueueIDs, o.ReservedQueueIDs) {
 		return false
 	}
 	return maps.EqualFunc(m.Queues, o.Queues, func(a, b []MappingItem) bool {
