@@ -133,8 +133,8 @@ func checkBrokers(brokers []string) ([]string, error) {
 // physical queue id it uses, and never below the broker's reserved ids.
 func nextPhysicalIDs(m Mapping) map[string]int64 {
 	next := make(map[string]int64)
-	for b, id := range m.ReservedQueueIDs {
-		next[b] = int64(id)
+	for _, r := range m.Reserved {
+		next[r.Broker] = int64(r.Below)
 	}
 	for _, items := range m.Queues {
 		for _, it := range items {

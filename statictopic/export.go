@@ -3,7 +3,6 @@ package statictopic
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 )
 
@@ -19,20 +18,20 @@ const RocketMQGlobalScope = "__global__"
 // lists of every logic queue that has an item on that broker, and CurrIDMap
 // the logic queues the broker leads, with their physical queue ids.
 //
-// Version and ReservedQueueIDs are offsetd's: RocketMQ's JSON has no
+// Version and Reserved are offsetd's: RocketMQ's JSON has no
 // version (Import takes an absent one as MappingVersion) and keeps no trimmed
 // queue ids (RocketMQ's broker never reuses a queue id of its own).
 type Detail struct {
-	Version          string                  `json:"version,omitempty"`
-	Topic            string                  `json:"topic"`
-	Scope            string                  `json:"scope,omitempty"`
-	TotalQueues      int32                   `json:"totalQueues"`
-	Bname            string                  `json:"bname"`
-	Epoch            int64                   `json:"epoch"`
-	Dirty            bool                    `json:"dirty"`
-	CurrIDMap        map[int32]int32         `json:"currIdMap"`
-	HostedQueues     map[int32][]MappingItem `json:"hostedQueues"`
-	ReservedQueueIDs map[string]int32        `json:"reservedQueueIds,omitempty"`
+	Version      string                  `json:"version,omitempty"`
+	Topic        string                  `json:"topic"`
+	Scope        string                  `json:"scope,omitempty"`
+	TotalQueues  int32                   `json:"totalQueues"`
+	Bname        string                  `json:"bname"`
+	Epoch        int64                   `json:"epoch"`
+	Dirty        bool                    `json:"dirty"`
+	CurrIDMap    map[int32]int32         `json:"currIdMap"`
+	HostedQueues map[int32][]MappingItem `json:"hostedQueues"`
+	Reserved     []ReservedQueueIDs      `json:"reserved,omitempty"`
 }
 
 // Export returns m as RocketMQ's brokers would hold it: one Detail per
@@ -53,7 +52,7 @@ func Export(m Mapping) []Detail {
 					Version: m.Version, Topic: m.Topic, Scope: scope, TotalQueues: m.TotalQueues,
 					Bname: it.Broker, Epoch: m.Epoch,
 					CurrIDMap: map[int32]int32{}, HostedQueues: map[int32][]MappingItem{},
-					ReservedQueueIDs: maps.Clone(m.ReservedQueueIDs),
+					Reserved: slices.Clone(m.Reserved),
 				}
 				byBroker[it.Broker] = d
 			}
@@ -145,11 +144,8 @@ func Import(details []Detail) (Mapping, error) {
 				return Mapping{}, errf("currIdMap says it leads logic queue %d on physical queue %d; its items do not", q, id)
 			}
 		}
-		for b, id := range d.ReservedQueueIDs {
-			if m.ReservedQueueIDs == nil {
-				m.ReservedQueueIDs = make(map[string]int32)
-			}
-			m.ReservedQueueIDs[b] = max(m.ReservedQueueIDs[b], id)
+		for _, r := range d.Reserved {
+			m.reserve(r.Broker, r.Below)
 		}
 	}
 	if err := m.Validate(); err != nil {

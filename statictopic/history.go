@@ -13,7 +13,7 @@ import "fmt"
 // same Broker, QueueID, LogicOffset, StartOffset and EndOffset (its times
 // may change). An item still open in stored may be sealed, and new items may
 // be appended. Besides, a reserved physical queue id stays reserved: no
-// broker's entry of ReservedQueueIDs may shrink, and no item that stored does
+// broker's entry of Reserved may shrink, and no item that stored does
 // not hold may use a reserved id. Dropping sealed items is Trim's work, which
 // checks the consumers first.
 func CheckHistory(stored, incoming Mapping) error {
@@ -41,10 +41,10 @@ func CheckHistory(stored, incoming Mapping) error {
 			}
 		}
 	}
-	for b, id := range stored.ReservedQueueIDs {
-		if incoming.ReservedQueueIDs[b] < id {
+	for _, r := range stored.Reserved {
+		if below := incoming.reservedBelow(r.Broker); below < r.Below {
 			return fmt.Errorf("%w: topic %q scope %q: reserved physical queue ids of broker %q lowered from %d to %d",
-				ErrHistory, stored.Topic, stored.Scope, b, id, incoming.ReservedQueueIDs[b])
+				ErrHistory, stored.Topic, stored.Scope, r.Broker, r.Below, below)
 		}
 	}
 	known := make(map[physicalQueue]bool)
@@ -55,7 +55,7 @@ func CheckHistory(stored, incoming Mapping) error {
 	}
 	for q, items := range incoming.Queues {
 		for _, it := range items {
-			if !known[physicalQueue{it.Broker, it.QueueID}] && it.QueueID < stored.ReservedQueueIDs[it.Broker] {
+			if !known[physicalQueue{it.Broker, it.QueueID}] && it.QueueID < stored.reservedBelow(it.Broker) {
 				return fmt.Errorf("%w: topic %q scope %q queue %d: item gen %d reuses %s-%d, a physical queue of trimmed items",
 					ErrHistory, stored.Topic, stored.Scope, q, it.Gen, it.Broker, it.QueueID)
 			}

@@ -47,7 +47,7 @@ func TestCheckHistoryReservedIDs(t *testing.T) {
 	}
 	lowered := stored.Clone()
 	lowered.Epoch += 1000
-	lowered.ReservedQueueIDs = nil
+	lowered.Reserved = nil
 	if err := CheckHistory(stored, lowered); !errors.Is(err, ErrHistory) {
 		t.Errorf("reservation dropped: %v, want ErrHistory", err)
 	}

@@ -46,7 +46,7 @@ func (m Mapping) ReadingItem(queueID int32, logicOffset int64) (int, error) {
 // queue. Only a queue's oldest items go, and only sealed, decided ones: the
 // first item that is open or ends above below stops the queue's trim, and a
 // queue's newest item is never dropped. The physical queue of each dropped
-// item is recorded in ReservedQueueIDs so that it is never handed out again.
+// item is recorded in Reserved so that it is never handed out again.
 //
 // Trim does not know the consumers: callers check the dropped items with
 // CheckReaders first. Nothing to drop returns m unchanged and no items. An
@@ -78,10 +78,7 @@ func Trim(m Mapping, queues []int32, below, epoch int64) (Mapping, []DroppedItem
 		}
 		for _, it := range items[:n] {
 			dropped = append(dropped, DroppedItem{QueueID: q, MappingItem: it})
-			if out.ReservedQueueIDs == nil {
-				out.ReservedQueueIDs = make(map[string]int32)
-			}
-			out.ReservedQueueIDs[it.Broker] = max(out.ReservedQueueIDs[it.Broker], it.QueueID+1)
+			out.reserve(it.Broker, it.QueueID+1)
 		}
 		out.Queues[q] = slices.Clone(items[n:])
 	}

@@ -22,7 +22,7 @@ import (
 // and fits in an int64. An older item may be open: that is an old leader
 // whose end is not known yet, as RocketMQ keeps it after a remap until it is
 // sealed; its logic range ends where the next decided item's begins.
-// ReservedQueueIDs name valid brokers and hold no negative id.
+// Reserved names valid brokers, each once and in order, with no negative id.
 func (m Mapping) Validate() error {
 	if m.Version != MappingVersion {
 		return fmt.Errorf("%w: topic %q: version %q, want %q", ErrInvalid, m.Topic, m.Version, MappingVersion)
@@ -53,12 +53,21 @@ func (m Mapping) Validate() error {
 			}
 		}
 	}
-	for b, id := range m.ReservedQueueIDs {
-		if err := checkBrokerName(b); err != nil {
-			return fmt.Errorf("topic %q: reservedQueueIds: %w", m.Topic, err)
+	for i, r := range m.Reserved {
+		if err := checkBrokerName(r.Broker); err != nil {
+			return fmt.Errorf("topic %q: reserved: %w", m.Topic, err)
 		}
-		if id < 0 {
-			return fmt.Errorf("%w: topic %q: reservedQueueIds: negative id %d for broker %q", ErrInvalid, m.Topic, id, b)
+		if r.Below < 0 {
+			return fmt.Errorf("%w: topic %q: reserved: negative id %d for broker %q", ErrInvalid, m.Topic, r.Below, r.Broker)
+		}
+		if i == 0 {
+			continue
+		}
+		switch prev := m.Reserved[i-1].Broker; {
+		case prev == r.Broker:
+			return fmt.Errorf("%w: topic %q: reserved: broker %q listed twice", ErrInvalid, m.Topic, r.Broker)
+		case prev > r.Broker:
+			return fmt.Errorf("%w: topic %q: reserved: broker %q listed after %q", ErrInvalid, m.Topic, r.Broker, prev)
 		}
 	}
 	type physical struct {

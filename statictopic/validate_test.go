@@ -47,7 +47,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"open old leader, undecided new leader", func(m *Mapping) {
 			m.Queues[0][0].EndOffset, m.Queues[0][1].LogicOffset = -1, -1
 		}},
-		{"reserved queue ids", func(m *Mapping) { m.ReservedQueueIDs = map[string]int32{"b1": 3} }},
+		{"reserved queue ids", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b1", 3}, {"b9", 1}} }},
 		{"topic of 255 bytes", func(m *Mapping) { m.Topic = strings.Repeat("t", MaxTopicLen) }},
 	}
 	for _, tt := range tests {
@@ -95,8 +95,10 @@ func TestValidateRejects(t *testing.T) {
 		{"logic ranges overlap", func(m *Mapping) { m.Queues[0][1].LogicOffset = 50 }},
 		{"physical queue reused across logic queues", func(m *Mapping) { m.Queues[1][0].QueueID = 0 }},
 		{"physical queue reused within a logic queue", func(m *Mapping) { m.Queues[0][1].Broker = "b1" }},
-		{"reserved id negative", func(m *Mapping) { m.ReservedQueueIDs = map[string]int32{"b1": -1} }},
-		{"reserved id of a logic broker", func(m *Mapping) { m.ReservedQueueIDs = map[string]int32{"__logic__x": 1} }},
+		{"reserved id negative", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b1", -1}} }},
+		{"reserved out of order", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b2", 1}, {"b1", 1}} }},
+		{"reserved twice", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b1", 1}, {"b1", 2}} }},
+		{"reserved id of a logic broker", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"__logic__x", 1}} }},
 	}
 	seen := make(map[string]string)
 	for _, tt := range tests {
