@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -90,30 +91,27 @@ func TestPutKeepsSealedHistory(t *testing.T) {
 	}
 }
 
-// rocketMQDetails is TopicTest as two RocketMQ brokers hold it after logic
-// queue 0 moved from broker-a to broker-b: the old leader still open.
-const rocketMQDetails = `[
- {"topic":"TopicTest","scope":"__global__","totalQueues":2,"bname":"broker-a","epoch":1700000001000,"dirty":false,
-  "currIdMap":{"1":1},
-  "hostedQueues":{
-   "0":[{"gen":0,"queueId":0,"bname":"broker-a","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1},
-        {"gen":1,"queueId":0,"bname":"broker-b","logicOffset":20000,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1}],
-   "1":[{"gen":0,"queueId":1,"bname":"broker-a","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1}]}},
- {"topic":"TopicTest","scope":"__global__","totalQueues":2,"bname":"broker-b","epoch":1700000001000,"dirty":false,
-  "currIdMap":{"0":0},
-  "hostedQueues":{
-   "0":[{"gen":0,"queueId":0,"bname":"broker-a","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1},
-        {"gen":1,"queueId":0,"bname":"broker-b","logicOffset":20000,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1}]}}
-]`
+// rocketMQDetails reads the statictopic package's sample of TopicTest as
+// two RocketMQ brokers hold it after logic queue 0 moved from broker-a to
+// broker-b: the old leader still open.
+func rocketMQDetails(t *testing.T) []statictopic.Detail {
+	t.Helper()
+	b, err := os.ReadFile("../statictopic/testdata/rocketmq_remapped.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details []statictopic.Detail
+	if err := json.Unmarshal(b, &details); err != nil {
+		t.Fatal(err)
+	}
+	return details
+}
 
 func TestImportExportRocketMQ(t *testing.T) {
 	dir := t.TempDir()
 	c := mustOpen(t, dir, testOptions())
 	ctx := context.Background()
-	var details []statictopic.Detail
-	if err := json.Unmarshal([]byte(rocketMQDetails), &details); err != nil {
-		t.Fatal(err)
-	}
+	details := rocketMQDetails(t)
 	imported, err := c.ImportStaticTopic(ctx, details, false)
 	if err != nil {
 		t.Fatal(err)

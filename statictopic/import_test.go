@@ -3,34 +3,30 @@ package statictopic
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"testing"
 )
 
-// rocketMQRemapped is a static topic as RocketMQ's brokers hold it right
-// after remappingStaticTopic moved logic queue 0 from broker-a to broker-b
-// and the admin tool decided the new leader's logic offset: the old leader
-// is still open (endOffset -1), times unset (-1), global scope spelled
-// "__global__", no version field.
-const rocketMQRemapped = `[
- {"topic":"TopicTest","scope":"__global__","totalQueues":2,"bname":"broker-a","epoch":1700000001000,"dirty":false,
-  "currIdMap":{"1":1},
-  "hostedQueues":{
-   "0":[{"gen":0,"queueId":0,"bname":"broker-a","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1},
-        {"gen":1,"queueId":0,"bname":"broker-b","logicOffset":20000,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1}],
-   "1":[{"gen":0,"queueId":1,"bname":"broker-a","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1}]}},
- {"topic":"TopicTest","scope":"__global__","totalQueues":2,"bname":"broker-b","epoch":1700000001000,"dirty":false,
-  "currIdMap":{"0":0},
-  "hostedQueues":{
-   "0":[{"gen":0,"queueId":0,"bname":"broker-a","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1},
-        {"gen":1,"queueId":0,"bname":"broker-b","logicOffset":20000,"startOffset":0,"endOffset":-1,"timeOfStart":-1,"timeOfEnd":-1}]}}
-]`
-
-func TestImportRocketMQOpenOldLeader(t *testing.T) {
-	var details []Detail
-	if err := json.Unmarshal([]byte(rocketMQRemapped), &details); err != nil {
+// rocketMQRemapped is testdata/rocketmq_remapped.json: a static topic as
+// RocketMQ's brokers hold it right after remappingStaticTopic moved logic
+// queue 0 from broker-a to broker-b and the admin tool decided the new
+// leader's logic offset: the old leader is still open (endOffset -1), times
+// unset (-1), the global scope spelled "__global__", no version field.
+func rocketMQRemapped(t *testing.T) []Detail {
+	t.Helper()
+	b, err := os.ReadFile("testdata/rocketmq_remapped.json")
+	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Import(details)
+	var details []Detail
+	if err := json.Unmarshal(b, &details); err != nil {
+		t.Fatal(err)
+	}
+	return details
+}
+
+func TestImportRocketMQOpenOldLeader(t *testing.T) {
+	m, err := Import(rocketMQRemapped(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +98,7 @@ func TestExportRoundTrip(t *testing.T) {
 }
 
 func TestImportRejects(t *testing.T) {
-	base := func() []Detail {
-		var d []Detail
-		if err := json.Unmarshal([]byte(rocketMQRemapped), &d); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	base := func() []Detail { return rocketMQRemapped(t) }
 	tests := []struct {
 		name   string
 		mutate func(d []Detail) []Detail
