@@ -279,35 +279,23 @@ func (c *Coordinator) ExportStaticTopic(topic, scope string) ([]statictopic.Deta
 	return statictopic.Export(m.Clone()), nil
 }
 
-// RemapPlan is what a remap of a static topic to a set of brokers would
-// do: the moves, and the epoch of the mapping they were planned on.
-type RemapPlan struct {
-	Topic string `json:"topic"`
-	Scope string `json:"scope"`
-	// Epoch is the epoch of the mapping the plan was made on; pass it as
-	// RemapStaticTopicToBrokers's ifEpoch to apply exactly this plan.
-	Epoch int64 `json:"epoch"`
-	// Moves are the queues that move. An OldLeaderMaxOffset of -1 is one the
-	// apply must be given: the open leader's max offset on its broker.
-	Moves []statictopic.QueueMove `json:"moves"`
-}
-
 // PlanStaticTopicRemap returns, without changing anything, the fewest
 // moves that leave every logic queue of topic on brokers, balanced among
 // them (statictopic.PlanRemap): the dry run of RemapStaticTopicToBrokers.
-func (c *Coordinator) PlanStaticTopicRemap(topic, scope string, brokers []string) (RemapPlan, error) {
+// The plan's Epoch, passed as ifEpoch, applies exactly this plan.
+func (c *Coordinator) PlanStaticTopicRemap(topic, scope string, brokers []string) (statictopic.RemapPlan, error) {
 	m, err := c.mustStaticTopic(topic, scope)
 	if err != nil {
-		return RemapPlan{}, err
+		return statictopic.RemapPlan{}, err
 	}
 	moves, err := statictopic.PlanRemap(m, brokers)
 	if err != nil {
-		return RemapPlan{}, err
+		return statictopic.RemapPlan{}, err
 	}
 	if moves == nil {
 		moves = []statictopic.QueueMove{}
 	}
-	return RemapPlan{Topic: m.Topic, Scope: m.Scope, Epoch: m.Epoch, Moves: moves}, nil
+	return statictopic.RemapPlan{Topic: m.Topic, Scope: m.Scope, Epoch: m.Epoch, Moves: moves}, nil
 }
 
 // RemapStaticTopicToBrokers plans the remap of topic to brokers on the
@@ -427,32 +415,10 @@ func (c *Coordinator) topicGroupOffsets(topic string) ([]statictopic.GroupOffset
 	return out, nil
 }
 
-// QueueReaders is one logic queue of a static topic with its items, oldest
-// first, and the consumer groups that read each.
-type QueueReaders struct {
-	QueueID int32         `json:"queueId"`
-	Items   []ItemReaders `json:"items"`
-}
-
-// ItemReaders is one mapping item and the groups that read it next: those
-// whose committed logic offset it holds, or that the gap rule sends to it
-// (statictopic.Mapping.ReadingItem).
-type ItemReaders struct {
-	statictopic.MappingItem
-	Groups []GroupReader `json:"groups"`
-}
-
-// GroupReader is a consumer group and its committed logic offset.
-type GroupReader struct {
-	Group  string `json:"group"`
-	Offset int64  `json:"offset"`
-}
-
 // StaticTopicReaders returns, for every logic queue of topic in scope, its
-// items and the consumer groups that still read each, sorted by group: the
-// view an operator checks before a trim. Committed offsets on queue ids the
-// topic does not have are left out.
-func (c *Coordinator) StaticTopicReaders(topic, scope string) ([]QueueReaders, error) {
+// items and the consumer groups that still read each (statictopic.Readers):
+// the view an operator checks before a trim.
+func (c *Coordinator) StaticTopicReaders(topic, scope string) ([]statictopic.QueueReaders, error) {
 	m, err := c.mustStaticTopic(topic, scope)
 	if err != nil {
 		return nil, err
@@ -461,24 +427,7 @@ func (c *Coordinator) StaticTopicReaders(topic, scope string) ([]QueueReaders, e
 	if err != nil {
 		return nil, err
 	}
-	out := make([]QueueReaders, m.TotalQueues)
-	for q := range out {
-		items := m.Queues[int32(q)]
-		out[q] = QueueReaders{QueueID: int32(q), Items: make([]ItemReaders, len(items))}
-		for i, it := range items {
-			out[q].Items[i] = ItemReaders{MappingItem: it, Groups: []GroupReader{}}
-		}
-	}
-	slices.SortFunc(committed, func(a, b statictopic.GroupOffset) int { return cmp.Compare(a.Group, b.Group) })
-	for _, g := range committed {
-		i, err := m.ReadingItem(g.QueueID, g.Offset)
-		if err != nil {
-			continue // not a queue of this topic
-		}
-		item := &out[g.QueueID].Items[i]
-		item.Groups = append(item.Groups, GroupReader{Group: g.Group, Offset: g.Offset})
-	}
-	return out, nil
+	return m.Readers(committed), nil
 }
 
 // WatchStaticTopic returns two channels: one closed at the next change of the

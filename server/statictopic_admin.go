@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 
-	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/statictopic"
 )
 
@@ -26,7 +25,7 @@ func (b brokerRemap) isSet() bool {
 }
 
 // remapToBrokers serves a remap request that names brokers: a dry run
-// answers the coordinator.RemapPlan, an apply the stored mapping.
+// answers the statictopic.RemapPlan, an apply the stored mapping.
 func (s *Server) remapToBrokers(w http.ResponseWriter, r *http.Request, scope string, req brokerRemap) {
 	if req.Brokers == nil {
 		writeError(w, missing("brokers"))
@@ -149,7 +148,7 @@ func (s *Server) trimStaticTopic(w http.ResponseWriter, r *http.Request) {
 type readersJSON struct {
 	Topic  string                     `json:"topic"`
 	Scope  string                     `json:"scope"`
-	Queues []coordinator.QueueReaders `json:"queues"`
+	Queues []statictopic.QueueReaders `json:"queues"`
 }
 
 // staticTopicReaders is GET /v1/static-topics/{topic}/readers?scope=s: every

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/server"
 	"github.com/offsetd/offsetd/statictopic"
 )
@@ -69,7 +68,7 @@ func TestStaticTopicTools(t *testing.T) {
 
 	// Remap to a broker set: the dry run changes nothing, the apply needs
 	// the moving leaders' max offsets.
-	var plan coordinator.RemapPlan
+	var plan statictopic.RemapPlan
 	e.must(http.StatusOK, "POST", "/v1/static-topics/T/remap", `{"scope":"clusterA","brokers":["b1","b2"],"dryRun":true}`).decode(t, &plan)
 	if len(plan.Moves) != 1 || plan.Moves[0].QueueID != 0 || plan.Epoch != m.Epoch {
 		t.Fatalf("plan = %+v", plan)
@@ -94,7 +93,7 @@ func TestStaticTopicTools(t *testing.T) {
 	var readers struct {
 		Topic  string                     `json:"topic"`
 		Scope  string                     `json:"scope"`
-		Queues []coordinator.QueueReaders `json:"queues"`
+		Queues []statictopic.QueueReaders `json:"queues"`
 	}
 	e.must(http.StatusOK, "GET", "/v1/static-topics/T/readers?scope=clusterA", "").decode(t, &readers)
 	if len(readers.Queues) != 4 || len(readers.Queues[0].Items[0].Groups) != 1 || readers.Queues[0].Items[0].Groups[0].Group != "slow" {

@@ -6,6 +6,18 @@ import (
 	"slices"
 )
 
+// RemapPlan is what a remap of a static topic to a set of brokers would
+// do: the moves, and the epoch of the mapping they were planned on.
+type RemapPlan struct {
+	Topic string `json:"topic"`
+	Scope string `json:"scope"`
+	// Epoch is the epoch of the mapping the plan was made on.
+	Epoch int64 `json:"epoch"`
+	// Moves are the queues that move. An OldLeaderMaxOffset of -1 is one the
+	// apply must be given: the open leader's max offset on its broker.
+	Moves []QueueMove `json:"moves"`
+}
+
 // PlanRemap returns the fewest moves that put every logic queue of m on
 // brokers with the queues balanced among them: no broker leads more than
 // one queue more than another. It is the planning half of RocketMQ's

@@ -1,6 +1,7 @@
 package statictopic
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -121,4 +122,50 @@ func CheckReaders(m Mapping, dropped []DroppedItem, committed []GroupOffset) err
 		}
 	}
 	return nil
+}
+
+// QueueReaders is one logic queue with its items, oldest first, and the
+// consumer groups that read each.
+type QueueReaders struct {
+	QueueID int32         `json:"queueId"`
+	Items   []ItemReaders `json:"items"`
+}
+
+// ItemReaders is one mapping item and the groups that read it next (see
+// ReadingItem).
+type ItemReaders struct {
+	MappingItem
+	Groups []GroupReader `json:"groups"`
+}
+
+// GroupReader is a consumer group and its committed logic offset.
+type GroupReader struct {
+	Group  string `json:"group"`
+	Offset int64  `json:"offset"`
+}
+
+// Readers returns every logic queue of m with its items and, for each item,
+// the groups of committed that read it next, sorted by group: the view an
+// operator checks before a trim. Offsets on queue ids m does not have are
+// left out.
+func (m Mapping) Readers(committed []GroupOffset) []QueueReaders {
+	out := make([]QueueReaders, m.TotalQueues)
+	for q := range out {
+		items := m.Queues[int32(q)]
+		out[q] = QueueReaders{QueueID: int32(q), Items: make([]ItemReaders, len(items))}
+		for i, it := range items {
+			out[q].Items[i] = ItemReaders{MappingItem: it, Groups: []GroupReader{}}
+		}
+	}
+	committed = slices.Clone(committed)
+	slices.SortFunc(committed, func(a, b GroupOffset) int { return cmp.Compare(a.Group, b.Group) })
+	for _, g := range committed {
+		i, err := m.ReadingItem(g.QueueID, g.Offset)
+		if err != nil || g.QueueID >= m.TotalQueues {
+			continue // not a queue of this topic
+		}
+		item := &out[g.QueueID].Items[i]
+		item.Groups = append(item.Groups, GroupReader{Group: g.Group, Offset: g.Offset})
+	}
+	return out
 }

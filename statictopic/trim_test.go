@@ -2,6 +2,7 @@ package statictopic
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -119,5 +120,28 @@ func TestCheckReaders(t *testing.T) {
 		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 			t.Errorf("%s: CheckReaders = %v, want %v", tt.name, err, tt.want)
 		}
+	}
+}
+
+func TestReaders(t *testing.T) {
+	m := twiceMoved(t)
+	rs := m.Readers([]GroupOffset{
+		{Group: "z", QueueID: 0, Offset: 20050},
+		{Group: "a", QueueID: 0, Offset: 20099},
+		{Group: "gap", QueueID: 0, Offset: 13000},
+		{Group: "q1", QueueID: 1, Offset: 3},
+		{Group: "stray", QueueID: 9, Offset: 3},
+	})
+	if len(rs) != 4 || len(rs[0].Items) != 3 {
+		t.Fatalf("Readers = %+v", rs)
+	}
+	want := [][]GroupReader{{}, {{"a", 20099}, {"gap", 13000}, {"z", 20050}}, {}}
+	for i, it := range rs[0].Items {
+		if it.Gen != m.Queues[0][i].Gen || !slices.Equal(it.Groups, want[i]) {
+			t.Errorf("queue 0 item %d: %+v, want groups %v", i, it, want[i])
+		}
+	}
+	if g := rs[1].Items[0].Groups; len(g) != 1 || g[0].Group != "q1" {
+		t.Errorf("queue 1: %+v", g)
 	}
 }
