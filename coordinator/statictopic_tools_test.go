@@ -313,6 +313,10 @@ func TestTrimWithReaders(t *testing.T) {
 		}
 	}
 	check(c)
+	// The trimmed mapping and its reserved ids also survive in a snapshot.
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
 	c.Close()
 	c = mustOpen(t, dir, testOptions())
 	defer c.Close()
