@@ -39,6 +39,16 @@ func TestPlanRemap(t *testing.T) {
 		// all queues leave for new brokers.
 		{"replace", created(4, "b1", "b2"), []string{"b3", "b4"}, 4},
 		{"more brokers than queues", created(2, "b1"), []string{"b1", "b2", "b3"}, 1},
+		// b1 leads 2, b2 leads 5: the larger share (4) goes to b2, so one
+		// queue moves, not two.
+		{"larger share to the busier broker", func() Mapping {
+			m := created(7, "b2")
+			m, err := Remap(m, []QueueMove{{QueueID: 0, ToBroker: "b1"}, {QueueID: 1, ToBroker: "b1"}}, m.Epoch+1000, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}(), []string{"b1", "b2"}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,5 +113,68 @@ func TestPlanRemapSealedLeaderAndErrors(t *testing.T) {
 		if _, err := PlanRemap(m, brokers); !errors.Is(err, ErrInvalid) {
 			t.Errorf("brokers %q: %v, want ErrInvalid", brokers, err)
 		}
+	}
+}
+
+// TestPlanRemapFewest compares PlanRemap with every balanced assignment of
+// small topics: no balanced assignment moves fewer queues.
+func TestPlanRemapFewest(t *testing.T) {
+	pool := []string{"b1", "b2", "b3"}
+	targets := [][]string{{"b1", "b2"}, {"b2", "b3", "b4"}, {"b1", "b2", "b3"}, {"b4"}}
+	for n := 1; n <= 5; n++ {
+		leaders := make([]int, n)
+		for {
+			m := Mapping{Version: MappingVersion, Topic: "T", Scope: "c", Bname: "__logic__c", TotalQueues: int32(n), Epoch: 1,
+				Queues: map[int32][]MappingItem{}}
+			for q, b := range leaders {
+				m.Queues[int32(q)] = []MappingItem{{QueueID: int32(q), Broker: pool[b], EndOffset: -1, TimeOfEnd: -1}}
+			}
+			for _, target := range targets {
+				moves, err := PlanRemap(m, target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if best := fewestBalanced(leaders, pool, target); len(moves) != best {
+					t.Fatalf("leaders %v to %v: %d moves, fewest balanced is %d", leaders, target, len(moves), best)
+				}
+			}
+			// Next leader combination, as a base-3 counter.
+			i := 0
+			for ; i < n && leaders[i] == len(pool)-1; i++ {
+				leaders[i] = 0
+			}
+			if i == n {
+				break
+			}
+			leaders[i]++
+		}
+	}
+}
+
+// fewestBalanced tries every assignment of the queues to target and
+// returns the fewest moves among the balanced ones.
+func fewestBalanced(leaders []int, pool, target []string) int {
+	n, best := len(leaders), len(leaders)+1
+	assign := make([]int, n)
+	for {
+		counts := make([]int, len(target))
+		moves := 0
+		for q, b := range assign {
+			counts[b]++
+			if target[b] != pool[leaders[q]] {
+				moves++
+			}
+		}
+		if slices.Max(counts)-slices.Min(counts) <= 1 {
+			best = min(best, moves)
+		}
+		i := 0
+		for ; i < n && assign[i] == len(target)-1; i++ {
+			assign[i] = 0
+		}
+		if i == n {
+			return best
+		}
+		assign[i]++
 	}
 }

@@ -78,13 +78,14 @@ func TestTrim(t *testing.T) {
 			if next, ok := NextLogicOffset(func() error { _, _, err := out.ToPhysical(0, 0); return err }()); !ok || next != out.Queues[0][0].LogicOffset {
 				t.Errorf("offset 0 after the trim: next %d %v", next, ok)
 			}
-			// A later move to b1 must not reuse b1-0.
-			moved, err := Remap(out, []QueueMove{{QueueID: 3, ToBroker: "b1", OldLeaderMaxOffset: 1}}, out.Epoch+1000, 40)
+			// A later move to b3, whose only queue (b3-0) may be trimmed,
+			// must not reuse b3-0.
+			moved, err := Remap(out, []QueueMove{{QueueID: 3, ToBroker: "b3", OldLeaderMaxOffset: 1}}, out.Epoch+1000, 40)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if it := leaderOf(moved, 3); it.Broker != "b1" || it.QueueID == 0 {
-				t.Errorf("new b1 item reuses a trimmed physical queue: %+v", it)
+			if it := leaderOf(moved, 3); it.Broker != "b3" || it.QueueID == 0 {
+				t.Errorf("new b3 item reuses a trimmed physical queue: %+v", it)
 			}
 		})
 	}
