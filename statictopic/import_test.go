@@ -122,3 +122,32 @@ func TestImportRejects(t *testing.T) {
 		}
 	}
 }
+
+func FuzzImport(f *testing.F) {
+	b, err := os.ReadFile("testdata/rocketmq_remapped.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`[{"topic":"T","scope":"c1","totalQueues":1,"bname":"b","epoch":1,"hostedQueues":{"0":[{"bname":"b","endOffset":-1}]}}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var details []Detail
+		if json.Unmarshal(data, &details) != nil {
+			return
+		}
+		m, err := Import(details)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Import error not ErrInvalid: %v", err)
+			}
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("Import returned an invalid mapping: %v", err)
+		}
+		back, err := Import(Export(m))
+		if err != nil || !back.Equal(m) {
+			t.Fatalf("export does not import back: %v\n%+v\n%+v", err, m, back)
+		}
+	})
+}
