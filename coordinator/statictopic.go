@@ -99,7 +99,7 @@ func (c *Coordinator) PutStaticTopic(ctx context.Context, m statictopic.Mapping)
 
 // ForcePutStaticTopic is PutStaticTopic without the history check: it may
 // rewrite or drop sealed items, sending consumers' committed logic offsets
-// to other messages. Every forced change is logged and counted
+// to other messages. A put that does so is logged and counted
 // (ForcedChanges).
 func (c *Coordinator) ForcePutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
 	return c.putStaticTopic(ctx, m, true)
@@ -129,7 +129,7 @@ func (c *Coordinator) putStaticTopic(ctx context.Context, m statictopic.Mapping,
 		}
 		return m, nil
 	})
-	return c.countForced(err, force, m)
+	return err
 }
 
 func (c *Coordinator) checkTopicScope(topic, scope string) (statictopic.Scope, error) {
@@ -229,28 +229,22 @@ func (c *Coordinator) Route(topic, clientScope string, role statictopic.Role) (s
 }
 
 // checkForced passes a refused check (breach, an error of the history or
-// consumer checks) when force is set, logging what the change overrides.
-// It runs in the partition's writer.
+// consumer checks) when force is set, and then logs and counts what the
+// change overrides. It runs in the partition's writer, as the change is
+// accepted for writing.
 func (c *Coordinator) checkForced(breach error, force bool, m statictopic.Mapping) error {
 	if breach == nil || !force {
 		return breach
 	}
+	c.forced.Add(1)
 	c.opts.Logger.Warn("static topic: forced change overrides a check", "topic", m.Topic, "scope", m.Scope, "epoch", m.Epoch, "overridden", breach.Error())
 	return nil
 }
 
-// countForced counts and logs a forced change that succeeded, and returns
-// err.
-func (c *Coordinator) countForced(err error, force bool, m statictopic.Mapping) error {
-	if err == nil && force {
-		c.forced.Add(1)
-		c.opts.Logger.Warn("static topic: forced change stored", "topic", m.Topic, "scope", m.Scope)
-	}
-	return err
-}
-
-// ForcedChanges counts the static-topic changes stored with force (forced
-// puts, imports and trims) since Open.
+// ForcedChanges counts, since Open, the static-topic changes (puts,
+// imports, trims) whose force overrode the sealed-history or the readers
+// check. A change is counted when it is accepted for writing: one whose
+// log write then fails is counted too.
 func (c *Coordinator) ForcedChanges() uint64 { return c.forced.Load() }
 
 // ImportStaticTopic stores the mapping that details describe, RocketMQ's
@@ -362,7 +356,8 @@ func fillMaxOffsets(moves []statictopic.QueueMove, maxOffsets map[int32]int64) e
 // change with a new epoch, and returns the stored mapping. While a consumer
 // group's committed offset on a logic queue still reads one of those items
 // (statictopic.CheckReaders) the trim fails with statictopic.ErrHistory and
-// writes nothing, unless force is set (logged and counted). Nothing to drop
+// writes nothing, unless force is set (then logged and counted, see
+// ForcedChanges). Nothing to drop
 // returns the mapping unchanged.
 //
 // Committed offsets are read when the call starts: a group that commits an
@@ -395,7 +390,7 @@ func (c *Coordinator) TrimStaticTopic(ctx context.Context, topic, scope string, 
 		}
 		return out, nil
 	})
-	return m, c.countForced(err, force, m)
+	return m, err
 }
 
 // topicGroupOffsets returns every group's committed offset on topic, read

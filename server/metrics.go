@@ -250,7 +250,7 @@ var (
 	descLoadRecords = prometheus.NewDesc("offsetd_partition_load_records",
 		"Log entries the internal partition replayed at open.", []string{"partition"}, nil)
 	descForced = prometheus.NewDesc("offsetd_static_topic_forced_changes_total",
-		"Static-topic changes stored with force (puts, imports, trims) since the coordinator opened.", nil, nil)
+		"Static-topic changes (puts, imports, trims) whose force overrode the sealed-history or readers check, since the coordinator opened.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
