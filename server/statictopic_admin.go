@@ -46,6 +46,11 @@ func (s *Server) remapToBrokers(w http.ResponseWriter, r *http.Request, scope st
 		return
 	}
 	m, err := s.c.RemapStaticTopicToBrokers(r.Context(), topic, scope, req.Brokers, req.MaxOffsets, req.IfEpoch)
+	s.answerMapping(w, r, m, err)
+}
+
+// answerMapping answers with the mapping a change stored, or its error.
+func (s *Server) answerMapping(w http.ResponseWriter, r *http.Request, m statictopic.Mapping, err error) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -82,11 +87,7 @@ func (s *Server) importStaticTopic(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m, err := s.c.ImportStaticTopic(r.Context(), req.Details, req.Force)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeMapping(w, m)
+	s.answerMapping(w, r, m, err)
 }
 
 // exportJSON answers an export: one RocketMQ TopicQueueMappingDetail per
@@ -137,11 +138,7 @@ func (s *Server) trimStaticTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := s.c.TrimStaticTopic(r.Context(), r.PathValue("topic"), *req.Scope, req.Queues, *req.Below, req.Force)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeMapping(w, m)
+	s.answerMapping(w, r, m, err)
 }
 
 // readersJSON answers GET /v1/static-topics/{topic}/readers.
