@@ -133,6 +133,29 @@ func (t *Offsets) Groups(dst []string) []string {
 	return dst
 }
 
+// GroupOffset is one group's offset on one partition of a topic.
+type GroupOffset struct {
+	Group     string
+	Partition int32
+	Offset    int64
+}
+
+// Topic appends to dst the offset of every group on every partition of
+// topic. It visits every key of the table: it serves operators' views and
+// checks, not the hot path.
+func (t *Offsets) Topic(topic string, dst []GroupOffset) []GroupOffset {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for name, g := range t.groups {
+		for k, v := range g.offsets {
+			if k.Topic == topic {
+				dst = append(dst, GroupOffset{Group: name, Partition: k.Partition, Offset: v.Offset})
+			}
+		}
+	}
+	return dst
+}
+
 // Len returns the number of live keys and of groups.
 func (t *Offsets) Len() (keys, groups int) {
 	t.mu.RLock()

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -136,5 +137,23 @@ func TestIdleGroups(t *testing.T) {
 	}
 	if got := tab.IdleGroups(1000, 2, nil); len(got) != 2 {
 		t.Fatalf("IdleGroups with limit 2 = %v", got)
+	}
+}
+
+func TestOffsetsTopic(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		w.Put("g1", 1, TopicPartition{"T", 0}, Offset{Offset: 5})
+		w.Put("g1", 1, TopicPartition{"U", 0}, Offset{Offset: 6})
+		w.Put("g2", 2, TopicPartition{"T", 3}, Offset{Offset: 7})
+	})
+	got := tab.Topic("T", nil)
+	slices.SortFunc(got, func(a, b GroupOffset) int { return strings.Compare(a.Group, b.Group) })
+	want := []GroupOffset{{"g1", 0, 5}, {"g2", 3, 7}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Topic(T) = %+v, want %+v", got, want)
+	}
+	if got := tab.Topic("V", nil); len(got) != 0 {
+		t.Errorf("Topic(V) = %+v", got)
 	}
 }

@@ -23,12 +23,18 @@ var (
 	// an offset outside every mapping item's range.
 	ErrOutOfRange = errors.New("client: offset out of range")
 	// ErrConflict matches a 409: a fenced generation or epoch, a scope
-	// conflict.
+	// conflict, a change that would rewrite sealed static-topic items
+	// (ErrSealedHistory).
 	ErrConflict = errors.New("client: conflict")
 	// ErrStaleGeneration matches a 409 with code stale_generation: the
 	// group has seen a commit of a newer generation; this consumer is a
 	// zombie from before a rebalance.
 	ErrStaleGeneration = errors.New("client: stale generation")
+	// ErrSealedHistory matches a 409 with code sealed_history: a put or
+	// import that would rewrite or drop sealed items of a static topic, or a
+	// trim of items a consumer group still reads. Retry with force to
+	// override, knowingly.
+	ErrSealedHistory = errors.New("client: sealed static-topic history")
 	// ErrUnavailable matches a 503 (loading, repairing after a write
 	// failure, shutting down) that outlasted the retries.
 	ErrUnavailable = errors.New("client: server unavailable")
@@ -45,6 +51,21 @@ type Error struct {
 	Message string
 	// RetryAfter is the server's Retry-After, if it sent one.
 	RetryAfter time.Duration
+	// NextLogicOffset is, for an out_of_range translation of a logic offset
+	// in a gap between mapping items or before the first, where the next
+	// item begins: a consumer can go on from there. Nil otherwise.
+	NextLogicOffset *int64
+}
+
+// NextLogicOffset returns the next valid logic offset an out_of_range
+// translation error carries (the gap rule); ok is false for any other
+// error.
+func NextLogicOffset(err error) (next int64, ok bool) {
+	var e *Error
+	if errors.As(err, &e) && e.NextLogicOffset != nil {
+		return *e.NextLogicOffset, true
+	}
+	return 0, false
 }
 
 // Error describes the answer.
@@ -70,6 +91,8 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusConflict
 	case ErrStaleGeneration:
 		return e.Status == http.StatusConflict && e.Code == "stale_generation"
+	case ErrSealedHistory:
+		return e.Status == http.StatusConflict && e.Code == "sealed_history"
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
 	}
@@ -79,11 +102,12 @@ func (e *Error) Is(target error) bool {
 func newError(r reply) *Error {
 	e := &Error{Status: r.status, RetryAfter: parseRetryAfter(r.header.Get("Retry-After"))}
 	var body struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
+		Error           string `json:"error"`
+		Code            string `json:"code"`
+		NextLogicOffset *int64 `json:"nextLogicOffset"`
 	}
 	if json.Unmarshal(r.body, &body) == nil && body.Code != "" {
-		e.Code, e.Message = body.Code, body.Error
+		e.Code, e.Message, e.NextLogicOffset = body.Code, body.Error, body.NextLogicOffset
 		return e
 	}
 	msg := strings.TrimSpace(string(r.body))

@@ -67,9 +67,22 @@ func (c *Client) mappingCall(ctx context.Context, req call) (statictopic.Mapping
 
 // PutStaticTopic stores a whole mapping, fenced by its epoch: a lower epoch
 // than the stored one, or an equal epoch with other content, fails with
-// ErrConflict.
+// ErrConflict, and so does (ErrSealedHistory) a mapping that rewrites or
+// drops sealed items.
 func (c *Client) PutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
 	_, err := c.do(ctx, call{method: "PUT", path: []string{"v1", "static-topics", m.Topic}, body: m})
+	return err
+}
+
+// ForcePutStaticTopic is PutStaticTopic that may rewrite or drop sealed
+// items, sending consumers' committed logic offsets to other messages. The
+// server logs and counts it.
+func (c *Client) ForcePutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
+	body := struct {
+		statictopic.Mapping
+		Force bool `json:"force"`
+	}{m, true}
+	_, err := c.do(ctx, call{method: "PUT", path: []string{"v1", "static-topics", m.Topic}, body: body})
 	return err
 }
 
@@ -146,7 +159,8 @@ func (c *Client) PollRoute(ctx context.Context, topic, scope string, role static
 
 // Translate returns where logicOffset of logic queue queueID lives: the
 // broker, physical queue and physical offset. An offset outside every
-// item's range fails with ErrOutOfRange.
+// item's range fails with ErrOutOfRange; in a gap between items, or before
+// the first, NextLogicOffset of the error is where the next item begins.
 func (c *Client) Translate(ctx context.Context, topic, scope string, queueID int32, logicOffset int64) (broker string, physicalQueueID int32, physicalOffset int64, err error) {
 	q := url.Values{
 		"scope":       {scope},

@@ -41,6 +41,7 @@ type Coordinator struct {
 	writers    sync.WaitGroup
 	background sync.WaitGroup // the retention sweeper
 	loaded     chan struct{}  // closed when every partition has loaded or failed
+	forced     atomic.Uint64  // static-topic changes stored with force
 }
 
 // Open opens the data directory dir, creating it if needed, and loads every

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/offsetd/offsetd/cache"
 	"github.com/offsetd/offsetd/statictopic"
 )
 
@@ -88,8 +90,22 @@ func (c *Coordinator) RemapStaticTopic(ctx context.Context, topic, scope string,
 // coordinator. It is validated and fenced by epoch: a lower epoch fails with
 // statictopic.ErrStaleEpoch, an equal epoch must carry identical content
 // (otherwise statictopic.ErrEpochConflict) and writes nothing, a higher epoch
-// replaces the stored mapping.
+// replaces the stored mapping. A higher epoch must keep the stored sealed
+// items as they are (statictopic.CheckHistory), or the put fails with
+// statictopic.ErrHistory and writes nothing.
 func (c *Coordinator) PutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
+	return c.putStaticTopic(ctx, m, false)
+}
+
+// ForcePutStaticTopic is PutStaticTopic without the history check: it may
+// rewrite or drop sealed items, sending consumers' committed logic offsets
+// to other messages. A put that does so is logged and counted
+// (ForcedChanges).
+func (c *Coordinator) ForcePutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
+	return c.putStaticTopic(ctx, m, true)
+}
+
+func (c *Coordinator) putStaticTopic(ctx context.Context, m statictopic.Mapping, force bool) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -106,6 +122,9 @@ func (c *Coordinator) PutStaticTopic(ctx context.Context, m statictopic.Mapping)
 			}
 			if !replace {
 				return *stored, errNoChange
+			}
+			if err := c.checkForced(statictopic.CheckHistory(*stored, m), force, m); err != nil {
+				return statictopic.Mapping{}, err
 			}
 		}
 		return m, nil
@@ -209,6 +228,203 @@ func (c *Coordinator) Route(topic, clientScope string, role statictopic.Role) (s
 	return statictopic.BuildRoute(topic, sc, role, p.mappings.Topic(topic, nil), c.globalRead)
 }
 
+// checkForced passes a refused check (breach, an error of the history or
+// consumer checks) when force is set, and then logs and counts what the
+// change overrides. It runs in the partition's writer, as the change is
+// accepted for writing.
+func (c *Coordinator) checkForced(breach error, force bool, m statictopic.Mapping) error {
+	if breach == nil || !force {
+		return breach
+	}
+	c.forced.Add(1)
+	c.opts.Logger.Warn("static topic: forced change overrides a check", "topic", m.Topic, "scope", m.Scope, "epoch", m.Epoch, "overridden", breach.Error())
+	return nil
+}
+
+// ForcedChanges counts, since Open, the static-topic changes (puts,
+// imports, trims) whose force overrode the sealed-history or the readers
+// check. A change is counted when it is accepted for writing: one whose
+// log write then fails is counted too.
+func (c *Coordinator) ForcedChanges() uint64 { return c.forced.Load() }
+
+// ImportStaticTopic stores the mapping that details describe, RocketMQ's
+// TopicQueueMappingDetail of every broker of one static topic (see
+// statictopic.Import), exactly as PutStaticTopic (or ForcePutStaticTopic
+// with force) stores a mapping, and returns it.
+func (c *Coordinator) ImportStaticTopic(ctx context.Context, details []statictopic.Detail, force bool) (statictopic.Mapping, error) {
+	m, err := statictopic.Import(details)
+	if err != nil {
+		return statictopic.Mapping{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := c.putStaticTopic(ctx, m, force); err != nil {
+		return statictopic.Mapping{}, err
+	}
+	return m, nil
+}
+
+// ExportStaticTopic returns the mapping of topic in scope as RocketMQ's
+// brokers hold it, one TopicQueueMappingDetail per broker (see
+// statictopic.Export); ImportStaticTopic takes it back.
+func (c *Coordinator) ExportStaticTopic(topic, scope string) ([]statictopic.Detail, error) {
+	m, err := c.mustStaticTopic(topic, scope)
+	if err != nil {
+		return nil, err
+	}
+	return statictopic.Export(m.Clone()), nil
+}
+
+// PlanStaticTopicRemap returns, without changing anything, the fewest
+// moves that leave every logic queue of topic on brokers, balanced among
+// them (statictopic.PlanRemap): the dry run of RemapStaticTopicToBrokers.
+// The plan's Epoch, passed as ifEpoch, applies exactly this plan.
+func (c *Coordinator) PlanStaticTopicRemap(topic, scope string, brokers []string) (statictopic.RemapPlan, error) {
+	m, err := c.mustStaticTopic(topic, scope)
+	if err != nil {
+		return statictopic.RemapPlan{}, err
+	}
+	moves, err := statictopic.PlanRemap(m, brokers)
+	if err != nil {
+		return statictopic.RemapPlan{}, err
+	}
+	if moves == nil {
+		moves = []statictopic.QueueMove{}
+	}
+	return statictopic.RemapPlan{Topic: m.Topic, Scope: m.Scope, Epoch: m.Epoch, Moves: moves}, nil
+}
+
+// RemapStaticTopicToBrokers plans the remap of topic to brokers on the
+// stored mapping and applies it as one change with a new epoch. maxOffsets
+// gives, by logic queue, the max offset of each moving queue's open leader
+// on its broker (where its sealed item ends); a moving queue without one,
+// or an entry for a queue that does not move, is ErrInvalid. When ifEpoch is
+// not 0 the stored mapping must still have that epoch (the one a dry run
+// planned on), or the call fails with statictopic.ErrStaleEpoch. A topic
+// already balanced on brokers is returned unchanged.
+func (c *Coordinator) RemapStaticTopicToBrokers(ctx context.Context, topic, scope string, brokers []string,
+	maxOffsets map[int32]int64, ifEpoch int64) (statictopic.Mapping, error) {
+	sc, err := c.checkTopicScope(topic, scope)
+	if err != nil {
+		return statictopic.Mapping{}, err
+	}
+	brokers, maxOffsets = slices.Clone(brokers), maps.Clone(maxOffsets)
+	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
+		if stored == nil {
+			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
+		}
+		if ifEpoch != 0 && stored.Epoch != ifEpoch {
+			return statictopic.Mapping{}, fmt.Errorf("%w: topic %q scope %q: planned on epoch %d, stored epoch is %d",
+				statictopic.ErrStaleEpoch, topic, sc, ifEpoch, stored.Epoch)
+		}
+		moves, err := statictopic.PlanRemap(*stored, brokers)
+		if err != nil {
+			return statictopic.Mapping{}, err
+		}
+		if err := fillMaxOffsets(moves, maxOffsets); err != nil {
+			return statictopic.Mapping{}, fmt.Errorf("topic %q scope %q: %w", topic, sc, err)
+		}
+		if len(moves) == 0 {
+			return *stored, errNoChange
+		}
+		return statictopic.Remap(*stored, moves, statictopic.NextEpoch(stored.Epoch, now), now)
+	})
+}
+
+// fillMaxOffsets sets the OldLeaderMaxOffset of every move that lacks one
+// from maxOffsets, which must name the moving queues and only them.
+func fillMaxOffsets(moves []statictopic.QueueMove, maxOffsets map[int32]int64) error {
+	for i, mv := range moves {
+		v, ok := maxOffsets[mv.QueueID]
+		switch {
+		case ok && mv.OldLeaderMaxOffset >= 0 && v != mv.OldLeaderMaxOffset:
+			return fmt.Errorf("%w: queue %d: leader sealed at %d, max offset given %d", ErrInvalid, mv.QueueID, mv.OldLeaderMaxOffset, v)
+		case ok:
+			moves[i].OldLeaderMaxOffset = v
+		case mv.OldLeaderMaxOffset < 0:
+			return fmt.Errorf("%w: queue %d moves to %s: its old leader's max offset is needed", ErrInvalid, mv.QueueID, mv.ToBroker)
+		}
+	}
+	for q := range maxOffsets {
+		if !slices.ContainsFunc(moves, func(mv statictopic.QueueMove) bool { return mv.QueueID == q }) {
+			return fmt.Errorf("%w: max offset given for queue %d, which does not move", ErrInvalid, q)
+		}
+	}
+	return nil
+}
+
+// TrimStaticTopic drops the sealed items of topic whose logic range ends at
+// or below below (statictopic.Trim), in queues (nil: every queue), as one
+// change with a new epoch, and returns the stored mapping. While a consumer
+// group's committed offset on a logic queue still reads one of those items
+// (statictopic.CheckReaders) the trim fails with statictopic.ErrHistory and
+// writes nothing, unless force is set (then logged and counted, see
+// ForcedChanges). Nothing to drop
+// returns the mapping unchanged.
+//
+// Committed offsets are read when the call starts: a group that commits an
+// offset inside the trimmed range while the trim is under way is not seen.
+// Offsets are keyed by topic and logic queue, not scope, so a topic name in
+// several scopes is checked against all of its groups.
+func (c *Coordinator) TrimStaticTopic(ctx context.Context, topic, scope string, queues []int32, below int64, force bool) (statictopic.Mapping, error) {
+	sc, err := c.checkTopicScope(topic, scope)
+	if err != nil {
+		return statictopic.Mapping{}, err
+	}
+	committed, err := c.topicGroupOffsets(topic)
+	if err != nil {
+		return statictopic.Mapping{}, err
+	}
+	queues = slices.Clone(queues)
+	m, err := c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
+		if stored == nil {
+			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
+		}
+		out, dropped, err := statictopic.Trim(*stored, queues, below, statictopic.NextEpoch(stored.Epoch, now))
+		if err != nil {
+			return statictopic.Mapping{}, err
+		}
+		if len(dropped) == 0 {
+			return *stored, errNoChange
+		}
+		if err := c.checkForced(statictopic.CheckReaders(*stored, dropped, committed), force, out); err != nil {
+			return statictopic.Mapping{}, err
+		}
+		return out, nil
+	})
+	return m, err
+}
+
+// topicGroupOffsets returns every group's committed offset on topic, read
+// from every partition.
+func (c *Coordinator) topicGroupOffsets(topic string) ([]statictopic.GroupOffset, error) {
+	var all []cache.GroupOffset
+	for _, p := range c.parts {
+		if err := c.readable(p); err != nil {
+			return nil, err // a partition not loaded may hold a reader
+		}
+		all = p.offsets.Topic(topic, all)
+	}
+	out := make([]statictopic.GroupOffset, len(all))
+	for i, g := range all {
+		out[i] = statictopic.GroupOffset{Group: g.Group, QueueID: g.Partition, Offset: g.Offset}
+	}
+	return out, nil
+}
+
+// StaticTopicReaders returns, for every logic queue of topic in scope, its
+// items and the consumer groups that still read each (statictopic.Readers):
+// the view an operator checks before a trim.
+func (c *Coordinator) StaticTopicReaders(topic, scope string) ([]statictopic.QueueReaders, error) {
+	m, err := c.mustStaticTopic(topic, scope)
+	if err != nil {
+		return nil, err
+	}
+	committed, err := c.topicGroupOffsets(topic)
+	if err != nil {
+		return nil, err
+	}
+	return m.Readers(committed), nil
+}
+
 // WatchStaticTopic returns two channels: one closed at the next change of the
 // partition that holds topic, one at the next change of any global-read
 // switch. A long poll of a mapping or route waits on them, then compares
@@ -308,7 +524,10 @@ func (c *Coordinator) Scopes() []ScopeInfo {
 // Translate returns where logicOffset of logic queue queueID lives: the
 // broker, physical queue and physical offset of the mapping item whose logic
 // range holds it. An offset outside every item's range fails with
-// statictopic.ErrOutOfRange.
+// statictopic.ErrOutOfRange; when a later item exists (the offset lies in a
+// gap between items, or before the first) the error is a
+// *statictopic.GapError whose Next, read with statictopic.NextLogicOffset,
+// is the next valid logic offset: the gap rule.
 func (c *Coordinator) Translate(topic, scope string, queueID int32, logicOffset int64) (broker string, physicalQueue int32, physicalOffset int64, err error) {
 	m, err := c.mustStaticTopic(topic, scope)
 	if err != nil {

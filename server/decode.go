@@ -87,6 +87,10 @@ func keysOf(t reflect.Type) *fieldKeys {
 		case reflect.Struct:
 			for f := range t.Fields() {
 				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "" && f.Anonymous {
+					walk(f.Type) // encoding/json promotes its fields
+					continue
+				}
 				if name == "-" || !f.IsExported() {
 					continue
 				}

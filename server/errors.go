@@ -27,6 +27,7 @@ const (
 	codeStaleEpoch       = "stale_epoch"        // 409: a mapping with a lower epoch than the stored one
 	codeEpochConflict    = "epoch_conflict"     // 409: a mapping with the stored epoch but other content
 	codeScopeConflict    = "scope_conflict"     // 409: a static topic name taken in an overlapping scope
+	codeSealedHistory    = "sealed_history"     // 409: a change that would rewrite sealed items, or trim items a group reads
 	codeBodyTooLarge     = "body_too_large"     // 413
 	codeLoading          = "loading"            // 503: a partition is still replaying its log
 	codeWriteFailed      = "write_failed"       // 503: the log write failed; the partition repairs itself
@@ -43,6 +44,7 @@ type apiError struct {
 	status int
 	code   string
 	msg    string
+	next   *int64 // an out_of_range translation's next valid logic offset
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -76,6 +78,8 @@ func classify(err error) *apiError {
 		status, code = http.StatusConflict, codeEpochConflict
 	case errors.Is(err, statictopic.ErrScopeConflict):
 		status, code = http.StatusConflict, codeScopeConflict
+	case errors.Is(err, statictopic.ErrHistory):
+		status, code = http.StatusConflict, codeSealedHistory
 	case errors.Is(err, statictopic.ErrOutOfRange):
 		status, code = http.StatusNotFound, codeOutOfRange
 	case errors.Is(err, coordinator.ErrNotFound), errors.Is(err, statictopic.ErrNotFound):
@@ -83,13 +87,20 @@ func classify(err error) *apiError {
 	case errors.Is(err, coordinator.ErrInvalid), errors.Is(err, statictopic.ErrInvalid):
 		status, code = http.StatusBadRequest, codeInvalidArgument
 	}
-	return &apiError{status: status, code: code, msg: err.Error()}
+	e := &apiError{status: status, code: code, msg: err.Error()}
+	if next, ok := statictopic.NextLogicOffset(err); ok {
+		e.next = &next
+	}
+	return e
 }
 
 // errorBody is the JSON of every error response.
 type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// NextLogicOffset is, for an out_of_range translation of a logic offset
+	// in a gap or before the first item, where the next item begins.
+	NextLogicOffset *int64 `json:"nextLogicOffset,omitempty"`
 }
 
 // writeError answers with e as JSON; a 503 carries Retry-After.
@@ -102,7 +113,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		h.Set("Retry-After", retryAfterSeconds)
 	}
 	w.WriteHeader(e.status)
-	b, _ := json.Marshal(errorBody{Error: e.msg, Code: e.code})
+	b, _ := json.Marshal(errorBody{Error: e.msg, Code: e.code, NextLogicOffset: e.next})
 	w.Write(append(b, '\n'))
 }
 

@@ -106,13 +106,14 @@ func (r response) decode(t testing.TB, v any) {
 func (r response) errorCode(t testing.TB) string {
 	t.Helper()
 	var body struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
+		Error           string `json:"error"`
+		Code            string `json:"code"`
+		NextLogicOffset *int64 `json:"nextLogicOffset"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(r.body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || body.Error == "" || body.Code == "" {
-		t.Fatalf("status %d: body %q is not {\"error\",\"code\"} (%v)", r.status, r.body, err)
+		t.Fatalf("status %d: body %q is not {\"error\",\"code\"[,\"nextLogicOffset\"]} (%v)", r.status, r.body, err)
 	}
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("error Content-Type %q", ct)

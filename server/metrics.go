@@ -293,17 +293,20 @@ var (
 		"How long the internal partition took to replay its log at open.", []string{"partition"}, nil)
 	descLoadRecords = prometheus.NewDesc("offsetd_partition_load_records",
 		"Log entries the internal partition replayed at open.", []string{"partition"}, nil)
+	descForced = prometheus.NewDesc("offsetd_static_topic_forced_changes_total",
+		"Static-topic changes (puts, imports, trims) whose force overrode the sealed-history or readers check, since the coordinator opened.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (p partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReady, descKeys, descGroups, descMappings, descLoadSeconds, descLoadRecords} {
+	for _, d := range []*prometheus.Desc{descReady, descKeys, descGroups, descMappings, descLoadSeconds, descLoadRecords, descForced} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector: one Stats call per scrape.
 func (p partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descForced, prometheus.CounterValue, float64(p.c.ForcedChanges()))
 	for _, st := range p.c.Stats() {
 		part := strconv.Itoa(st.Partition)
 		ready := 0.0

@@ -232,6 +232,18 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/static-topics/{topic}/remap", methods: map[string]http.HandlerFunc{
 			"POST": s.remapStaticTopic,
 		}},
+		{path: "/v1/static-topics/{topic}/import", methods: map[string]http.HandlerFunc{
+			"POST": s.importStaticTopic,
+		}},
+		{path: "/v1/static-topics/{topic}/export", methods: map[string]http.HandlerFunc{
+			"GET": s.exportStaticTopic,
+		}},
+		{path: "/v1/static-topics/{topic}/trim", methods: map[string]http.HandlerFunc{
+			"POST": s.trimStaticTopic,
+		}},
+		{path: "/v1/static-topics/{topic}/readers", methods: map[string]http.HandlerFunc{
+			"GET": s.staticTopicReaders,
+		}},
 		{path: "/v1/static-topics/{topic}/route", methods: map[string]http.HandlerFunc{
 			"GET": s.getRoute,
 		}},

@@ -22,10 +22,13 @@ type createRequest struct {
 	Brokers     []string `json:"brokers"`
 }
 
-// remapRequest is the body of POST /v1/static-topics/{topic}/remap.
+// remapRequest is the body of POST /v1/static-topics/{topic}/remap: either
+// explicit moves, or the brokers the topic should live on (see
+// brokerRemap).
 type remapRequest struct {
 	Scope *string     `json:"scope"`
 	Moves []remapMove `json:"moves"`
+	brokerRemap
 }
 
 type remapMove struct {
@@ -104,6 +107,14 @@ func (s *Server) remapStaticTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, missing("scope"))
 		return
 	}
+	if req.isSet() {
+		if req.Moves != nil {
+			writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "give moves or brokers, not both"))
+			return
+		}
+		s.remapToBrokers(w, r, *req.Scope, req.brokerRemap)
+		return
+	}
 	if req.Moves == nil {
 		writeError(w, missing("moves"))
 		return
@@ -131,15 +142,23 @@ func (s *Server) remapStaticTopic(w http.ResponseWriter, r *http.Request) {
 	writeMapping(w, m)
 }
 
+// putRequest is the body of PUT /v1/static-topics/{topic}: a mapping, and
+// force to store it even if it rewrites sealed items.
+type putRequest struct {
+	statictopic.Mapping
+	Force bool `json:"force"`
+}
+
 // putStaticTopic is PUT /v1/static-topics/{topic}: store a whole mapping,
-// fenced by its epoch. The body's topic may be left out; if given it must
-// be the path's.
+// fenced by its epoch and by its sealed items' history (unless "force" is
+// true). The body's topic may be left out; if given it must be the path's.
 func (s *Server) putStaticTopic(w http.ResponseWriter, r *http.Request) {
-	var m statictopic.Mapping
-	if e := s.decodeBody(w, r, &m); e != nil {
+	var req putRequest
+	if e := s.decodeBody(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
+	m := req.Mapping
 	topic := r.PathValue("topic")
 	if m.Topic == "" {
 		m.Topic = topic
@@ -148,7 +167,11 @@ func (s *Server) putStaticTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "mapping of topic %q put at topic %q", m.Topic, topic))
 		return
 	}
-	if err := s.c.PutStaticTopic(r.Context(), m); err != nil {
+	put := s.c.PutStaticTopic
+	if req.Force {
+		put = s.c.ForcePutStaticTopic
+	}
+	if err := put(r.Context(), m); err != nil {
 		s.fail(w, r, err)
 		return
 	}

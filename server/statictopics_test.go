@@ -97,7 +97,13 @@ func TestStaticTopicLifecycle(t *testing.T) {
 	if phys.Broker != "b3" || phys.PhysicalQueueID != items[1].QueueID || phys.PhysicalOffset != 5 {
 		t.Fatalf("translate 20005: %+v", phys)
 	}
-	e.fail(http.StatusNotFound, "out_of_range", "GET", "/v1/static-topics/TopicTest/translate?scope=clusterA&queueId=0&logicOffset=15000", "")
+	var gap struct {
+		NextLogicOffset *int64 `json:"nextLogicOffset"`
+	}
+	e.fail(http.StatusNotFound, "out_of_range", "GET", "/v1/static-topics/TopicTest/translate?scope=clusterA&queueId=0&logicOffset=15000", "").decode(t, &gap)
+	if gap.NextLogicOffset == nil || *gap.NextLogicOffset != 20000 {
+		t.Fatalf("translate in the gap: nextLogicOffset %v, want 20000", gap.NextLogicOffset)
+	}
 	e.fail(http.StatusNotFound, "not_found", "GET", "/v1/static-topics/TopicTest/translate?scope=clusterA&queueId=99&logicOffset=1", "")
 	var logic struct {
 		QueueID     int32 `json:"queueId"`

@@ -130,9 +130,12 @@ func checkBrokers(brokers []string) ([]string, error) {
 }
 
 // nextPhysicalIDs returns, per broker used in m, one above the highest
-// physical queue id it uses.
+// physical queue id it uses, and never below the broker's reserved ids.
 func nextPhysicalIDs(m Mapping) map[string]int64 {
 	next := make(map[string]int64)
+	for _, r := range m.Reserved {
+		next[r.Broker] = int64(r.Below)
+	}
 	for _, items := range m.Queues {
 		for _, it := range items {
 			if n := int64(it.QueueID) + 1; n > next[it.Broker] {

@@ -20,6 +20,16 @@
 // "__logic__c1_c2", "__logic__global"). Every change carries a higher epoch
 // (NextEpoch), and stores fence with CheckEpoch.
 //
+// Sealed items are history: consumers hold logic offsets in their ranges, so
+// CheckHistory refuses a newer mapping that rewrites or drops one. An offset
+// in a gap (15,000 above) is ErrOutOfRange carried by a GapError whose Next
+// (20,000) is where a consumer goes on. PlanRemap plans the fewest moves that
+// balance a topic over a set of brokers; Trim drops old sealed items, after
+// CheckReaders has made sure no consumer group still reads them (ReadingItem
+// says which item a committed offset reads next). Export and Import speak
+// RocketMQ's TopicQueueMappingDetail, one Detail per broker, including an old
+// leader RocketMQ keeps open (EndOffset -1) after a remap.
+//
 // Typical use by a coordinator:
 //
 //	scope, err := statictopic.ParseScope("clusterA")

@@ -7,7 +7,8 @@ import (
 )
 
 // A static topic is created on two brokers, queue 0 moves to a third, and
-// offsets translate on both sides of the move.
+// offsets translate on both sides of the move; an offset in the gap between
+// the two items answers where to go on.
 func Example() {
 	scope, err := statictopic.ParseScope("clusterA")
 	if err != nil {
@@ -26,9 +27,12 @@ func Example() {
 	}
 	for _, logic := range []int64{100, 20005, 15000} {
 		item, physical, err := m.ToPhysical(0, logic)
-		if err != nil {
-			fmt.Printf("logic %d: %v\n", logic, err)
+		if next, ok := statictopic.NextLogicOffset(err); ok {
+			fmt.Printf("logic %d: in a gap, go on at %d\n", logic, next)
 			continue
+		}
+		if err != nil {
+			panic(err)
 		}
 		fmt.Printf("logic %d: %s-%d offset %d\n", logic, item.Broker, item.QueueID, physical)
 	}
@@ -40,7 +44,7 @@ func Example() {
 	// Output:
 	// logic 100: b1-0 offset 100
 	// logic 20005: b3-0 offset 5
-	// logic 15000: statictopic: offset out of range: topic "TopicTest" scope "clusterA" queue 0: logic offset 15000 past item gen 0 (logic range ends at 12345)
+	// logic 15000: in a gap, go on at 20000
 	// __logic__clusterA {__logic__clusterA 0 b3 0}
 }
 

@@ -1,6 +1,7 @@
 package statictopic
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +67,39 @@ type Mapping struct {
 	Epoch       int64                   `json:"epoch"`
 	Bname       string                  `json:"bname"`
 	Queues      map[int32][]MappingItem `json:"queues"`
+	// Reserved lists, sorted by broker, the physical queue ids that items a
+	// trim dropped used: a physical queue is never reused, so no new item
+	// takes an id below a broker's Below. Brokers without trimmed items are
+	// absent.
+	Reserved []ReservedQueueIDs `json:"reserved,omitempty"`
+}
+
+// ReservedQueueIDs says that Broker's physical queue ids below Below are
+// used up.
+type ReservedQueueIDs struct {
+	Broker string `json:"bname"`
+	Below  int32  `json:"below"`
+}
+
+// reservedBelow returns the id below which broker's physical queues are
+// used up by trimmed items, 0 if none are.
+func (m Mapping) reservedBelow(broker string) int32 {
+	for _, r := range m.Reserved {
+		if r.Broker == broker {
+			return r.Below
+		}
+	}
+	return 0
+}
+
+// reserve raises broker's reservation to below, keeping Reserved sorted.
+func (m *Mapping) reserve(broker string, below int32) {
+	i, found := slices.BinarySearchFunc(m.Reserved, broker, func(r ReservedQueueIDs, b string) int { return cmp.Compare(r.Broker, b) })
+	if found {
+		m.Reserved[i].Below = max(m.Reserved[i].Below, below)
+		return
+	}
+	m.Reserved = slices.Insert(m.Reserved, i, ReservedQueueIDs{Broker: broker, Below: below})
 }
 
 // QueueMove asks Remap to move logic queue QueueID to broker ToBroker.
@@ -89,14 +123,17 @@ func (m Mapping) Clone() Mapping {
 			out.Queues[q] = slices.Clone(items)
 		}
 	}
+	out.Reserved = slices.Clone(m.Reserved)
 	return out
 }
 
 // Equal reports whether m and o have the same content. A nil and an empty
-// Queues map are equal, and so are a nil and an empty item list.
+// Queues map are equal, and so are a nil and an empty item or Reserved
+// list.
 func (m Mapping) Equal(o Mapping) bool {
 	if m.Version != o.Version || m.Topic != o.Topic || m.Scope != o.Scope ||
-		m.TotalQueues != o.TotalQueues || m.Epoch != o.Epoch || m.Bname != o.Bname {
+		m.TotalQueues != o.TotalQueues || m.Epoch != o.Epoch || m.Bname != o.Bname ||
+		!slices.Equal(m.Reserved, o.Reserved) {
 		return false
 	}
 	return maps.EqualFunc(m.Queues, o.Queues, func(a, b []MappingItem) bool {

@@ -19,7 +19,9 @@ const LogicBlockSize = 10000
 // Then a new open item is appended on ToBroker with Gen one above the old
 // leader's, a fresh physical queue id (one above the highest the broker uses
 // anywhere in the mapping), StartOffset 0 and a LogicOffset on the next block
-// boundary after the old leader's logic end (see nextBlockStart).
+// boundary after the old leader's logic end (see nextBlockStart). An
+// undecided leader whose previous item is still open (its end unknown) cannot
+// be decided, and its move is ErrInvalid.
 //
 // Errors: no moves, a queue moved twice, an empty or reserved ToBroker, a move
 // to the leader's own broker, an OldLeaderMaxOffset below the leader's
@@ -80,7 +82,13 @@ func applyMove(out Mapping, mv QueueMove, moved map[int32]bool, ids map[string]i
 	if !leader.IsDecided() {
 		leader.LogicOffset = 0
 		if n > 1 {
-			prevEnd, _ := items[n-2].LogicEnd() // sealed and decided: Validate passed
+			prevEnd, ok := items[n-2].LogicEnd()
+			if !ok {
+				// An open old leader, as RocketMQ leaves it mid-remap: where
+				// this leader's logic range may start is not known yet.
+				return fmt.Errorf("%w: undecided leader after an old leader (gen %d) whose end is unknown: seal the old leader first",
+					ErrInvalid, items[n-2].Gen)
+			}
 			next, err := nextBlockStart(prevEnd)
 			if err != nil {
 				return err

@@ -175,7 +175,7 @@ func TestRemapSealedLeader(t *testing.T) {
 func TestRemapRejects(t *testing.T) {
 	_, m := issueScenario(t)
 	broken := m.Clone()
-	broken.Queues[0][0].EndOffset = -1
+	broken.Queues[0][0].Gen = -1
 	tests := []struct {
 		name  string
 		m     Mapping

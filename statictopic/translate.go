@@ -10,12 +10,39 @@ import "fmt"
 // EndOffset − StartOffset), so its logic end itself is out of range; an open
 // item holds every offset from its LogicOffset on. An offset before the first
 // decided item, in the gap between two items, past a sealed last item, or
-// negative is ErrOutOfRange; an unknown queue is ErrNotFound.
+// negative is ErrOutOfRange; an unknown queue is ErrNotFound. When a later
+// item holds offsets (every case but past the last decided item) the error is
+// a *GapError whose Next is that item's LogicOffset: the gap rule, so that a
+// consumer can move on without reading the mapping.
+//
+// An open item that is not the newest (an old leader whose end is not known
+// yet) holds every offset up to the next decided item's LogicOffset.
 func (m Mapping) ToPhysical(queueID int32, logicOffset int64) (item MappingItem, physicalOffset int64, err error) {
 	items, ok := m.Queues[queueID]
 	if !ok {
 		return MappingItem{}, 0, fmt.Errorf("%w: topic %q scope %q: logic queue %d", ErrNotFound, m.Topic, m.Scope, queueID)
 	}
+	item, physicalOffset, err = toPhysical(m, queueID, items, logicOffset)
+	if err != nil {
+		if next, ok := nextItemStart(items, logicOffset); ok {
+			return MappingItem{}, 0, &GapError{Next: next, err: err}
+		}
+	}
+	return item, physicalOffset, err
+}
+
+// nextItemStart returns the LogicOffset of the first decided item that
+// starts above logicOffset.
+func nextItemStart(items []MappingItem, logicOffset int64) (int64, bool) {
+	for _, it := range items {
+		if it.IsDecided() && it.LogicOffset > logicOffset {
+			return it.LogicOffset, true
+		}
+	}
+	return 0, false
+}
+
+func toPhysical(m Mapping, queueID int32, items []MappingItem, logicOffset int64) (item MappingItem, physicalOffset int64, err error) {
 	if logicOffset < 0 {
 		return MappingItem{}, 0, fmt.Errorf("%w: topic %q scope %q queue %d: negative logic offset %d", ErrOutOfRange, m.Topic, m.Scope, queueID, logicOffset)
 	}
@@ -48,11 +75,12 @@ func (m Mapping) ToPhysical(queueID int32, logicOffset int64) (item MappingItem,
 //
 // A sealed item's range is half-open, so its EndOffset itself is out of range,
 // as is anything beyond it, a negative offset, and any offset of an item whose
-// LogicOffset is undecided: ErrOutOfRange. A physical queue the mapping does
-// not use is ErrNotFound.
+// LogicOffset is undecided, and, on an open old leader, an offset that would
+// reach the next item's logic range: ErrOutOfRange. A physical queue the
+// mapping does not use is ErrNotFound.
 func (m Mapping) ToLogic(broker string, physicalQueueID int32, physicalOffset int64) (queueID int32, logicOffset int64, err error) {
 	for q, items := range m.Queues {
-		for _, it := range items {
+		for i, it := range items {
 			if it.Broker != broker || it.QueueID != physicalQueueID {
 				continue
 			}
@@ -72,7 +100,13 @@ func (m Mapping) ToLogic(broker string, physicalQueueID int32, physicalOffset in
 				return 0, 0, fmt.Errorf("%w: topic %q scope %q queue %d: %s-%d: physical offset %d overflows",
 					ErrOutOfRange, m.Topic, m.Scope, q, broker, physicalQueueID, physicalOffset)
 			}
-			return q, it.LogicOffset + delta, nil
+			logic := it.LogicOffset + delta
+			if next, ok := nextItemStart(items[i+1:], logic-1); ok && !it.IsSealed() && logic >= next {
+				// An open old leader ends where the next item begins.
+				return 0, 0, fmt.Errorf("%w: topic %q scope %q queue %d: %s-%d: physical offset %d reaches the next item at logic offset %d",
+					ErrOutOfRange, m.Topic, m.Scope, q, broker, physicalQueueID, physicalOffset, next)
+			}
+			return q, logic, nil
 		}
 	}
 	return 0, 0, fmt.Errorf("%w: topic %q scope %q: physical queue %s-%d", ErrNotFound, m.Topic, m.Scope, broker, physicalQueueID)

@@ -110,3 +110,34 @@ func TestToLogic(t *testing.T) {
 		}
 	}
 }
+
+// TestToPhysicalGapRule checks that an offset no item holds answers the next
+// valid logic offset whenever a later item exists.
+func TestToPhysicalGapRule(t *testing.T) {
+	m := edgeMapping(t)
+	tests := []struct {
+		name     string
+		queue    int32
+		logic    int64
+		next     int64
+		hasNext  bool
+		outRange bool
+	}{
+		{"exactly the sealed logic end", 0, 12345, 20000, true, true},
+		{"in the gap", 0, 15000, 20000, true, true},
+		{"just before the next item", 0, 19999, 20000, true, true},
+		{"negative", 0, -1, 0, true, true},
+		{"before the first item", 1, 9999, 10000, true, true},
+		{"end of first item", 1, 10100, 20000, true, true},
+		{"beyond sealed last item", 1, 20010, 0, false, true},
+		{"undecided leader is no next", 2, 10000, 0, false, true},
+		{"held", 0, 20000, 0, false, false},
+	}
+	for _, tt := range tests {
+		_, _, err := m.ToPhysical(tt.queue, tt.logic)
+		next, ok := NextLogicOffset(err)
+		if ok != tt.hasNext || next != tt.next || errors.Is(err, ErrOutOfRange) != tt.outRange {
+			t.Errorf("%s: ToPhysical(%d, %d) = %v; next %d %v, want %d %v", tt.name, tt.queue, tt.logic, err, next, ok, tt.next, tt.hasNext)
+		}
+	}
+}

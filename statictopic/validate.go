@@ -16,10 +16,13 @@ import (
 //
 // Item rules, oldest to newest: Gen ≥ 0 and strictly increasing; QueueID ≥ 0;
 // Broker non-empty and not a logic broker name; StartOffset ≥ 0; EndOffset is
-// -1 (open) or ≥ StartOffset; only the newest item may be open; LogicOffset is
-// ≥ 0, or -1 (undecided) on the newest item if it is still open; decided
-// LogicOffsets strictly increase; a sealed item's logic range ends strictly
-// before the next item's LogicOffset and fits in an int64.
+// -1 (open) or ≥ StartOffset; LogicOffset is ≥ 0, or -1 (undecided) on the
+// newest item if it is still open; decided LogicOffsets strictly increase; a
+// sealed item's logic range ends strictly before the next item's LogicOffset
+// and fits in an int64. An older item may be open: that is an old leader
+// whose end is not known yet, as RocketMQ keeps it after a remap until it is
+// sealed; its logic range ends where the next decided item's begins.
+// Reserved names valid brokers, each once and in order, with no negative id.
 func (m Mapping) Validate() error {
 	if m.Version != MappingVersion {
 		return fmt.Errorf("%w: topic %q: version %q, want %q", ErrInvalid, m.Topic, m.Version, MappingVersion)
@@ -48,6 +51,23 @@ func (m Mapping) Validate() error {
 			if q < 0 || q >= m.TotalQueues {
 				return fmt.Errorf("%w: topic %q: logic queue %d outside 0..%d", ErrInvalid, m.Topic, q, m.TotalQueues-1)
 			}
+		}
+	}
+	for i, r := range m.Reserved {
+		if err := checkBrokerName(r.Broker); err != nil {
+			return fmt.Errorf("topic %q: reserved: %w", m.Topic, err)
+		}
+		if r.Below < 0 {
+			return fmt.Errorf("%w: topic %q: reserved: negative id %d for broker %q", ErrInvalid, m.Topic, r.Below, r.Broker)
+		}
+		if i == 0 {
+			continue
+		}
+		switch prev := m.Reserved[i-1].Broker; {
+		case prev == r.Broker:
+			return fmt.Errorf("%w: topic %q: reserved: broker %q listed twice", ErrInvalid, m.Topic, r.Broker)
+		case prev > r.Broker:
+			return fmt.Errorf("%w: topic %q: reserved: broker %q listed after %q", ErrInvalid, m.Topic, r.Broker, prev)
 		}
 	}
 	type physical struct {
@@ -119,9 +139,6 @@ func checkItems(items []MappingItem) error {
 		}
 		if it.EndOffset != -1 && it.EndOffset < it.StartOffset {
 			return errf("endOffset %d below startOffset %d (and not -1)", it.EndOffset, it.StartOffset)
-		}
-		if !it.IsSealed() && i != newest {
-			return errf("open (endOffset -1) but not the newest item")
 		}
 		if it.LogicOffset < -1 {
 			return errf("logicOffset %d below -1", it.LogicOffset)

@@ -43,6 +43,11 @@ func TestValidateAccepts(t *testing.T) {
 		{"multi-cluster scope", func(m *Mapping) { m.Scope, m.Bname = "c1,c2", "__logic__c1_c2" }},
 		{"global scope", func(m *Mapping) { m.Scope, m.Bname = "global", "__logic__global" }},
 		{"epoch zero", func(m *Mapping) { m.Epoch = 0 }},
+		{"older item open, as RocketMQ keeps an old leader", func(m *Mapping) { m.Queues[0][0].EndOffset = -1 }},
+		{"open old leader, undecided new leader", func(m *Mapping) {
+			m.Queues[0][0].EndOffset, m.Queues[0][1].LogicOffset = -1, -1
+		}},
+		{"reserved queue ids", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b1", 3}, {"b9", 1}} }},
 		{"topic of 255 bytes", func(m *Mapping) { m.Topic = strings.Repeat("t", MaxTopicLen) }},
 	}
 	for _, tt := range tests {
@@ -80,7 +85,6 @@ func TestValidateRejects(t *testing.T) {
 		{"negative start offset", func(m *Mapping) { m.Queues[1][0].StartOffset = -1 }},
 		{"end below start", func(m *Mapping) { m.Queues[0][0].StartOffset, m.Queues[0][0].EndOffset = 10, 5 }},
 		{"end below -1", func(m *Mapping) { m.Queues[1][0].EndOffset = -2 }},
-		{"older item open", func(m *Mapping) { m.Queues[0][0].EndOffset = -1 }},
 		{"logic offset below -1", func(m *Mapping) { m.Queues[1][0].LogicOffset = -2 }},
 		{"older item undecided", func(m *Mapping) { m.Queues[0][0].LogicOffset = -1 }},
 		{"sealed item undecided", func(m *Mapping) { m.Queues[1][0].LogicOffset, m.Queues[1][0].EndOffset = -1, 10 }},
@@ -91,6 +95,10 @@ func TestValidateRejects(t *testing.T) {
 		{"logic ranges overlap", func(m *Mapping) { m.Queues[0][1].LogicOffset = 50 }},
 		{"physical queue reused across logic queues", func(m *Mapping) { m.Queues[1][0].QueueID = 0 }},
 		{"physical queue reused within a logic queue", func(m *Mapping) { m.Queues[0][1].Broker = "b1" }},
+		{"reserved id negative", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b1", -1}} }},
+		{"reserved out of order", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b2", 1}, {"b1", 1}} }},
+		{"reserved twice", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"b1", 1}, {"b1", 2}} }},
+		{"reserved id of a logic broker", func(m *Mapping) { m.Reserved = []ReservedQueueIDs{{"__logic__x", 1}} }},
 	}
 	seen := make(map[string]string)
 	for _, tt := range tests {

@@ -77,7 +77,7 @@ func (a *adminFlags) client() (*client.Client, error) {
 func admin(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	if cmd == "static" {
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(stderr, "offsetd: static needs a subcommand: create, remap, describe or route\n")
+			fmt.Fprintf(stderr, "offsetd: static needs a subcommand: create, remap, describe, route, export, import or trim\n")
 			return 2
 		}
 		cmd, args = "static "+args[0], args[1:]
@@ -122,14 +122,51 @@ func admin(ctx context.Context, cmd string, args []string, getenv func(string) s
 		}
 	case "static remap":
 		scope := fs.String("scope", "", "the topic's scope (required)")
+		var br brokerRemapFlags
+		fs.StringVar(&br.brokers, "brokers", "", "remap to this broker set, e.g. b1,b2,b3, with the fewest moves that balance the queues")
+		fs.BoolVar(&br.dryRun, "dry-run", false, "with -brokers: show the plan, change nothing")
+		fs.StringVar(&br.maxOffsets, "max-offsets", "", "with -brokers: each moving queue's old leader max offset, e.g. 0=12345,3=400")
+		fs.Int64Var(&br.ifEpoch, "if-epoch", 0, "with -brokers: apply only if the mapping still has this epoch (the dry run's)")
 		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			if br.brokers != "" {
+				return cmdRemapToBrokers(ctx, c, out, *scope, br, args)
+			}
 			return cmdRemap(ctx, c, out, *scope, args)
 		}
 	case "static describe":
 		scope := fs.String("scope", "", "the topic's scope; without TOPIC, list only this scope")
+		groups := fs.Bool("groups", false, "with TOPIC: show, per queue and item, the consumer groups that read it")
 		nargs = []int{0, 1}
 		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			if *groups {
+				return cmdStaticReaders(ctx, c, out, *scope, args)
+			}
 			return cmdStaticDescribe(ctx, c, out, *scope, args)
+		}
+	case "static export":
+		scope := fs.String("scope", "", "the topic's scope (required)")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			details, err := c.ExportStaticTopic(ctx, args[0], *scope)
+			if err != nil {
+				return err
+			}
+			return printJSON(out, details)
+		}
+	case "static import":
+		force := fs.Bool("force", false, "store even if sealed items are rewritten (logged and counted by the server)")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdImport(ctx, c, out, args[0], *force)
+		}
+	case "static trim":
+		scope := fs.String("scope", "", "the topic's scope (required)")
+		below := fs.Int64("below", -1, "drop sealed items whose logic range ends at or below this logic offset (required)")
+		queues := fs.String("queues", "", "only these logic queues, e.g. 0,3 (default all)")
+		force := fs.Bool("force", false, "trim even items a consumer group still reads (logged and counted by the server)")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdTrim(ctx, c, out, args[0], *scope, *below, *queues, *force)
 		}
 	case "static route":
 		scope := fs.String("scope", "", "the client's scope (required)")

@@ -22,8 +22,20 @@ Administering a running server (-addr, -token-file, -ca-file; OFFSETD_ADDR, ...)
                                     delete a group, or its offsets on a topic
   offsetd static create -scope S -queues N -brokers b1,b2 TOPIC
   offsetd static remap -scope S TOPIC QUEUE:BROKER:OLD_LEADER_MAX_OFFSET...
-  offsetd static describe [-scope S] [TOPIC]
+                                    move queues explicitly
+  offsetd static remap -scope S -brokers b1,b2,b3 -dry-run TOPIC
+  offsetd static remap -scope S -brokers b1,b2,b3 [-if-epoch E] [-max-offsets Q=N,...] TOPIC
+                                    plan, then apply, the fewest moves that balance
+                                    the queues over a broker set
+  offsetd static describe [-scope S] [-groups] [TOPIC]
+                                    -groups: per queue and item, the groups reading it
   offsetd static route -scope S [-role consumer|producer] TOPIC
+  offsetd static export -scope S TOPIC
+                                    print RocketMQ TopicQueueMappingDetail JSON, per broker
+  offsetd static import [-force] FILE
+                                    store such JSON; -force may rewrite sealed items
+  offsetd static trim -scope S -below LOGIC_OFFSET [-queues 0,1] [-force] TOPIC
+                                    drop old sealed items no group still reads
   offsetd global-read SCOPE on|off  the disaster switch of a scope
 
 Reading a data directory, changing nothing:
