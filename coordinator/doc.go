@@ -2,19 +2,22 @@
 // offsets and static-topic mappings durably and serves them from memory.
 //
 // Every group hashes to one of N internal partitions (N is fixed when the data
-// directory is created). Each partition has its own append-only log and one
-// writer goroutine that batches every request waiting for it into a single
-// log append with a single fsync (group commit), applies the batch to the
-// in-memory tables, and only then acknowledges it. Reads are served from the
-// tables and never touch the disk. On Open, every partition replays its log
-// into its tables, in parallel.
+// directory is created). Each partition has its own tables, snapshots and
+// writer goroutine, which validates every request waiting for it and hands
+// their records, as one batch, to the journal that all partitions share
+// (log.Committer): one fsync makes the waiting batches of every partition
+// durable (group commit across partitions). The writer then applies its
+// batch to the in-memory tables, and only then acknowledges it. Reads are
+// served from the tables and never touch the disk. On Open, every
+// partition loads its newest snapshot, then the journal is read once and
+// each record goes to its partition; partitions apply in parallel.
 //
 // Guarantees:
 //   - a call that returned nil is durable (fsynced), unless
 //     Options.UnsafeNoSync is set;
 //   - a Fetch never returns a value that a crash could take back;
-//   - one Commit call is one log entry: after a crash all of it is there or
-//     none of it;
+//   - one Commit call is one journal record: after a crash all of it is
+//     there or none of it;
 //   - the last write wins, in log order: a reset to a lower offset holds;
 //   - bad input fails with ErrInvalid and writes nothing.
 //

@@ -21,12 +21,12 @@ var (
 	ErrPartitionMismatch = errors.New("coordinator: partition count mismatch")
 	// ErrNotFound reports a group, offset or static topic that does not exist.
 	ErrNotFound = errors.New("coordinator: not found")
-	// ErrLoading reports a request for a partition that is still replaying
-	// its log. Retry later.
+	// ErrLoading reports a request for a partition that is still loading
+	// (its snapshot, then the journal). Retry later.
 	ErrLoading = errors.New("coordinator: partition loading")
-	// ErrWriteFailed reports a commit whose log write or fsync failed: it was
-	// not acknowledged and will not appear. The partition repairs its log
-	// before taking new work; retry later.
+	// ErrWriteFailed reports a commit whose journal write or fsync failed: it
+	// was not acknowledged and will not appear. The journal is repaired
+	// before it takes new work; retry later.
 	ErrWriteFailed = errors.New("coordinator: write failed")
 	// ErrStaleGeneration reports a commit whose consumer-group generation is
 	// lower than one already seen for the group: a member from before a

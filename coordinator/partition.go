@@ -28,8 +28,9 @@ const (
 	stateFailed
 )
 
-// partition is one internal partition: its log, its tables, and the writer
-// goroutine that alone appends to the log and changes the tables.
+// partition is one internal partition: its tables, its snapshots, and the
+// writer goroutine that alone commits its records to the journal and
+// changes its tables.
 type partition struct {
 	id       int
 	logger   *slog.Logger

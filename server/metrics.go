@@ -290,7 +290,7 @@ var (
 	descMappings = prometheus.NewDesc("offsetd_partition_mappings",
 		"Static-topic mappings held by the internal partition.", []string{"partition"}, nil)
 	descLoadSeconds = prometheus.NewDesc("offsetd_partition_load_seconds",
-		"How long the internal partition took to replay its log at open.", []string{"partition"}, nil)
+		"How long loading took at open (snapshots, then one pass over the journal for every partition).", []string{"partition"}, nil)
 	descLoadRecords = prometheus.NewDesc("offsetd_partition_load_records",
 		"Log entries the internal partition replayed at open.", []string{"partition"}, nil)
 	descForced = prometheus.NewDesc("offsetd_static_topic_forced_changes_total",
