@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -142,6 +143,7 @@ func (c *Committer) run() {
 	var spare []*waiter
 	for range c.wake {
 		for {
+			runtime.Gosched() // let writers woken by the last batch queue their next
 			c.mu.Lock()
 			n, bytes := 0, 0
 			for n < len(c.queue) && (n == 0 || bytes+c.queue[n].bytes <= c.maxBytes) {
