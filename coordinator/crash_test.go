@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -21,7 +22,8 @@ var crashCycles = flag.Int("crash.cycles", 20, "kill cycles of TestCrash")
 
 const (
 	crashDirEnv     = "OFFSETD_CRASH_DIR"
-	crashBaseEnv    = "OFFSETD_CRASH_BASE" // first offset of the cycle, above all earlier ones
+	crashBaseEnv    = "OFFSETD_CRASH_BASE"   // first offset of the cycle, above all earlier ones
+	crashNoSyncEnv  = "OFFSETD_CRASH_NOSYNC" // set: the child commits with UnsafeNoSync
 	crashTopic      = "crash-topic"
 	crashWriters    = 16
 	crashPartitions = 4
@@ -45,6 +47,20 @@ type crashState struct {
 	// nextDeletes: the writer's next operation after the commit was a
 	// delete, which may have survived the kill unacknowledged.
 	nextDeletes bool
+	// maxWritten is the highest offset the writer may have committed,
+	// acknowledged or not: the store holding more is a phantom.
+	maxWritten int64
+}
+
+// errAckedLost marks a check that found an acknowledged operation missing
+// after a restart.
+var errAckedLost = errors.New("acknowledged operation lost")
+
+// crashRun is what the parent has seen the children of TestCrashChild
+// acknowledge, cycle after cycle, on one data directory.
+type crashRun struct {
+	acked    [crashWriters]crashState
+	mapEpoch int64 // the newest acknowledged static-topic epoch
 }
 
 // TestCrash re-runs the test binary as a child that commits and deletes
@@ -59,69 +75,19 @@ func TestCrash(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 7))
-	acked := make([]crashState, crashWriters)
-	var mapEpoch int64 // the newest acknowledged static-topic epoch
+	var run crashRun
 	for cycle := range *crashCycles {
-		killAfter := 1 + rng.IntN(1500)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, fmt.Sprintf("%s=%d", crashBaseEnv, int64(cycle+1)*1_000_000))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		seen, killed := 0, false
-		for sc.Scan() {
-			op, w, off, ok := parseAck(sc.Text())
-			if !ok {
-				continue
-			}
-			if op == "map" {
-				if off <= mapEpoch {
-					t.Fatalf("cycle %d: epoch %d acknowledged after %d", cycle, off, mapEpoch)
-				}
-				mapEpoch = off
-				continue
-			}
-			if off < acked[w].offset {
-				t.Fatalf("cycle %d: writer %d acknowledged %d after %d", cycle, w, off, acked[w].offset)
-			}
-			base := int64(cycle+1) * 1_000_000
-			acked[w] = crashState{offset: off, deleted: op == "del", nextDeletes: op == "ack" && (off-base)%7 == 5}
-			if seen++; seen == killAfter && !killed {
-				cmd.Process.Signal(syscall.SIGKILL)
-				killed = true
-			}
-		}
-		err = cmd.Wait()
-		if !killed {
-			t.Fatalf("cycle %d: child exited before the kill: %v\n%s", cycle, err, stderr.String())
-		}
+		run.runChild(t, dir, cycle, 1+rng.IntN(1500), nil)
 		c := mustOpen(t, dir, crashOptions())
-		for w := range crashWriters {
-			acked[w] = checkCrashWriter(t, c, cycle, w, acked[w])
-		}
-		if mapEpoch > 0 {
-			m, ok, err := c.StaticTopic(crashTopic, "clusterA")
-			if err != nil || !ok || m.Epoch < mapEpoch {
-				t.Fatalf("cycle %d: static topic epoch %d acknowledged, store has %v %v %v", cycle, mapEpoch, m.Epoch, ok, err)
-			}
-			if err := m.Validate(); err != nil {
-				t.Fatalf("cycle %d: replayed mapping is invalid: %v", cycle, err)
-			}
-			mapEpoch = m.Epoch
+		if err := run.check(c, cycle); err != nil {
+			t.Fatal(err)
 		}
 		if cycle == *crashCycles-1 {
 			// The kills must have met snapshots and truncations.
 			if c.journal.FirstIndex() <= 1 {
 				t.Fatal("the journal was never truncated after snapshots during the test")
 			}
-			if mapEpoch == 0 {
+			if run.mapEpoch == 0 {
 				t.Fatal("no static-topic change was acknowledged during the test")
 			}
 			t.Logf("the journal starts at index %d of %d", c.journal.FirstIndex(), c.journal.LastIndex())
@@ -130,17 +96,100 @@ func TestCrash(t *testing.T) {
 	}
 }
 
-// checkCrashWriter compares a writer's group after a restart with what was
-// acknowledged, and returns the state to expect from now on: a later,
-// unacknowledged commit may have survived, but never a torn one.
-func checkCrashWriter(t *testing.T, c *Coordinator, cycle, w int, want crashState) crashState {
+// runChild runs TestCrashChild on dir, with env added to its environment,
+// records what it acknowledges, SIGKILLs it after killAfter
+// acknowledgements (calling beforeKill, if set, just before) and returns
+// once it has exited.
+func (r *crashRun) runChild(t *testing.T, dir string, cycle, killAfter int, beforeKill func(), env ...string) {
 	t.Helper()
+	base := int64(cycle+1) * 1_000_000
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, fmt.Sprintf("%s=%d", crashBaseEnv, base))
+	cmd.Env = append(cmd.Env, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for w := range r.acked {
+		r.acked[w].maxWritten = base // each writer's first commit
+	}
+	sc := bufio.NewScanner(stdout)
+	seen, killed := 0, false
+	for sc.Scan() {
+		op, w, off, ok := parseAck(sc.Text())
+		if !ok {
+			continue
+		}
+		if op == "map" {
+			if off <= r.mapEpoch {
+				t.Fatalf("cycle %d: epoch %d acknowledged after %d", cycle, off, r.mapEpoch)
+			}
+			r.mapEpoch = off
+			continue
+		}
+		if off < r.acked[w].offset {
+			t.Fatalf("cycle %d: writer %d acknowledged %d after %d", cycle, w, off, r.acked[w].offset)
+		}
+		// After a commit the next operation commits the next offset or
+		// deletes; after the delete that follows the commit of off, the
+		// writer commits off+2.
+		r.acked[w] = crashState{offset: off, deleted: op == "del", nextDeletes: op == "ack" && (off-base)%7 == 5, maxWritten: off + 1}
+		if op == "del" {
+			r.acked[w].maxWritten = off + 2
+		}
+		if seen++; seen == killAfter && !killed {
+			if beforeKill != nil {
+				beforeKill()
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+		}
+	}
+	err = cmd.Wait()
+	if !killed {
+		t.Fatalf("cycle %d: child exited before the kill: %v\n%s", cycle, err, stderr.String())
+	}
+}
+
+// check compares the store after a restart with what was acknowledged, and
+// from then on expects what the store holds: a later, unacknowledged
+// operation may have survived, but never a torn commit nor a phantom.
+func (r *crashRun) check(c *Coordinator, cycle int) error {
+	for w := range r.acked {
+		got, err := checkCrashWriter(c, cycle, w, r.acked[w])
+		if err != nil {
+			return err
+		}
+		r.acked[w] = got
+	}
+	if r.mapEpoch == 0 {
+		return nil
+	}
+	m, ok, err := c.StaticTopic(crashTopic, "clusterA")
+	if err != nil || !ok || m.Epoch < r.mapEpoch {
+		return fmt.Errorf("cycle %d: %w: static topic epoch %d acknowledged, store has %v %v %v", cycle, errAckedLost, r.mapEpoch, m.Epoch, ok, err)
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("cycle %d: replayed mapping is invalid: %w", cycle, err)
+	}
+	r.mapEpoch = m.Epoch
+	return nil
+}
+
+// checkCrashWriter compares a writer's group after a restart with what was
+// acknowledged, and returns the state to expect from now on.
+func checkCrashWriter(c *Coordinator, cycle, w int, want crashState) (crashState, error) {
 	var first int64
 	var found int
 	for part := range int32(crashParts) {
 		v, ok, err := c.Fetch(crashGroup(w), "orders", part)
 		if err != nil {
-			t.Fatal(err)
+			return want, err
 		}
 		if !ok {
 			continue
@@ -149,23 +198,25 @@ func checkCrashWriter(t *testing.T, c *Coordinator, cycle, w int, want crashStat
 		if part == 0 {
 			first = v.Offset
 		} else if v.Offset != first {
-			t.Fatalf("cycle %d: writer %d: torn commit: partition 0 at %d, partition %d at %d", cycle, w, first, part, v.Offset)
+			return want, fmt.Errorf("cycle %d: writer %d: torn commit: partition 0 at %d, partition %d at %d", cycle, w, first, part, v.Offset)
 		}
 	}
 	switch {
 	case found != 0 && found != crashParts:
-		t.Fatalf("cycle %d: writer %d: torn commit: %d of %d partitions present", cycle, w, found, crashParts)
+		return want, fmt.Errorf("cycle %d: writer %d: torn commit: %d of %d partitions present", cycle, w, found, crashParts)
 	case found == 0 && !want.deleted && !want.nextDeletes && want.offset > 0:
-		t.Fatalf("cycle %d: writer %d acknowledged %d, store has nothing", cycle, w, want.offset)
+		return want, fmt.Errorf("cycle %d: writer %d: %w: commit of %d, store has nothing", cycle, w, errAckedLost, want.offset)
 	case found > 0 && want.deleted && first <= want.offset:
-		t.Fatalf("cycle %d: writer %d: offset %d came back after an acknowledged delete", cycle, w, first)
+		return want, fmt.Errorf("cycle %d: writer %d: %w: offset %d came back after a delete", cycle, w, errAckedLost, first)
 	case found > 0 && first < want.offset:
-		t.Fatalf("cycle %d: writer %d acknowledged %d, store has %d", cycle, w, want.offset, first)
+		return want, fmt.Errorf("cycle %d: writer %d: %w: commit of %d, store has %d", cycle, w, errAckedLost, want.offset, first)
+	case found > 0 && first > want.maxWritten:
+		return want, fmt.Errorf("cycle %d: writer %d: phantom: store has %d, never written (at most %d)", cycle, w, first, want.maxWritten)
 	}
 	if found == 0 {
-		return crashState{offset: want.offset, deleted: true}
+		return crashState{offset: want.offset, deleted: true}, nil
 	}
-	return crashState{offset: first}
+	return crashState{offset: first}, nil
 }
 
 func crashGroup(w int) string { return fmt.Sprintf("group-%02d", w) }
@@ -189,7 +240,9 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestCrash")
 	}
-	c, err := Open(dir, crashOptions())
+	o := crashOptions()
+	o.UnsafeNoSync = os.Getenv(crashNoSyncEnv) != ""
+	c, err := Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,36 @@
+// Package powercut is a FUSE filesystem for tests that can lose power.
+//
+// It mounts a loopback view of a backing directory. Data written to a file
+// is held in memory, as 4 KiB dirty pages plus the size the file would
+// have, until the file is fsynced (or fdatasynced): then that file's dirty
+// pages are written to the backing file and the backing file is fsynced.
+// Reads and stat through the mount see the written state, synced or not,
+// as they would through a page cache.
+//
+// CutPower is the power failure. With DropAll every unsynced page is lost:
+// each backing file keeps exactly its synced content and size. With
+// TornPages a random subset of each file's dirty pages reaches the backing
+// file and the rest do not, so a write of several pages can leave a later
+// page on disk and an earlier one missing (zeros, where the file grew).
+// After the cut the mount refuses every change with EIO, so a writer still
+// running cannot add anything; Unmount, then inspect the backing directory:
+// it is the disk after the power came back.
+//
+//	fs, err := powercut.Mount(backing, mountpoint)
+//	... run the program under test on mountpoint, kill it ...
+//	fs.CutPower(powercut.TornPages(rng))
+//	fs.Unmount()
+//	... reopen from backing and check what was acknowledged ...
+//
+// What it models, and what it does not:
+//   - Lost and torn data pages, the common case of a power cut. Metadata
+//     operations (create, mkdir, rename, unlink, link, truncate, directory
+//     fsync) go straight to the backing directory and survive the cut even
+//     without a directory fsync: it does not model lost directory entries,
+//     nor a file whose size grew on disk while its data did not.
+//   - Pages are all or nothing: no torn sectors inside a page, no bit rot.
+//
+// It needs /dev/fuse and the right to mount (root): Available says whether
+// this machine has both, so tests can skip with its reason. It is test
+// support only; nothing outside tests imports it.
+package powercut
