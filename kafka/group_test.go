@@ -27,15 +27,7 @@ type routedCluster struct {
 
 func newRoutedCluster(t *testing.T, partitions int32, topic string) *routedCluster {
 	t.Helper()
-	// Advertise what the handler serves: OffsetCommit/Fetch up to v9, and
-	// no KIP-848 heartbeat, so clients use the classic protocol.
-	versions := kversion.Stable()
-	for key, v := range handlerVersions {
-		versions.SetMaxKeyVersion(key, v.max)
-	}
-	versions.SetMaxKeyVersion(int16(kmsg.ConsumerGroupHeartbeat), -1)
-	versions.SetMaxKeyVersion(int16(kmsg.ConsumerGroupDescribe), -1)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(versions))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +37,19 @@ func newRoutedCluster(t *testing.T, partitions int32, topic string) *routedClust
 		cluster.ControlKey(key, rc.route)
 	}
 	return rc
+}
+
+// handlerKafkaVersions is a cluster advertising what the handler serves:
+// OffsetCommit and OffsetFetch up to v9, and no KIP-848 heartbeat, so that
+// clients use the classic protocol.
+func handlerKafkaVersions() *kversion.Versions {
+	versions := kversion.Stable()
+	for key, v := range handlerVersions {
+		versions.SetMaxKeyVersion(key, v.max)
+	}
+	versions.SetMaxKeyVersion(int16(kmsg.ConsumerGroupHeartbeat), -1)
+	versions.SetMaxKeyVersion(int16(kmsg.ConsumerGroupDescribe), -1)
+	return versions
 }
 
 // route answers one request with the current handler. JoinGroup and
