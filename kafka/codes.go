@@ -1,6 +1,27 @@
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// observe tells o, if set, about one request answered.
+func observe(o Observer, key int16, resp kmsg.Response, took time.Duration) {
+	if o == nil {
+		return
+	}
+	name := "NONE"
+	if c := errorCode(resp); c != 0 {
+		name = fmt.Sprintf("UNKNOWN_%d", c)
+		if e, ok := kerr.ErrorForCode(c).(*kerr.Error); ok {
+			name = e.Message
+		}
+	}
+	o.ObserveKafkaRequest(kmsg.NameForKey(key), name, took)
+}
 
 // errorCode returns the error code a response carries: its top-level code,
 // or else the first non-zero code of a group, topic or partition in it.

@@ -354,19 +354,19 @@ func coordinatorOptions() coordinator.Options {
 // counter is an Observer counting requests answered without error.
 type counter struct {
 	mu     sync.Mutex
-	counts map[[2]int16]int // key, error code
+	counts map[[2]string]int // API, error
 }
 
-func newCounter() *counter { return &counter{counts: map[[2]int16]int{}} }
+func newCounter() *counter { return &counter{counts: map[[2]string]int{}} }
 
-func (c *counter) ObserveKafkaRequest(key, code int16, _ time.Duration) {
+func (c *counter) ObserveKafkaRequest(api, code string, _ time.Duration) {
 	c.mu.Lock()
-	c.counts[[2]int16{key, code}]++
+	c.counts[[2]string{api, code}]++
 	c.mu.Unlock()
 }
 
 func (c *counter) ok(key int16) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.counts[[2]int16{key, 0}]
+	return c.counts[[2]string{kmsg.NameForKey(key), "NONE"}]
 }

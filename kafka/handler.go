@@ -117,9 +117,7 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 	if err != nil {
 		return nil, err
 	}
-	if o := h.opts.Observer; o != nil {
-		o.ObserveKafkaRequest(req.Key(), errorCode(resp), time.Since(start))
-	}
+	observe(h.opts.Observer, req.Key(), resp, time.Since(start))
 	return resp, nil
 }
 

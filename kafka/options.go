@@ -33,13 +33,13 @@ type Options struct {
 	Observer Observer
 }
 
-// Observer receives one call per Kafka request handled, for metrics. It
+// Observer receives one call per Kafka request answered, for metrics. It
 // must be quick and safe for concurrent use.
 type Observer interface {
-	// ObserveKafkaRequest reports a request by API key (kmsg.NameForKey
-	// names it), the error code its response carries (0 for none, the first
-	// non-zero code otherwise) and how long it took.
-	ObserveKafkaRequest(apiKey int16, errorCode int16, took time.Duration)
+	// ObserveKafkaRequest reports a request by API name (OffsetCommit), the
+	// error its response carries by Kafka's name for it (NONE, or the first
+	// error of a group, topic or partition) and how long it took.
+	ObserveKafkaRequest(api, errorCode string, took time.Duration)
 }
 
 // DefaultOptions returns the options a Handler runs with unless told

@@ -200,9 +200,7 @@ func (s *Server) serveConn(conn net.Conn) {
 func (s *Server) answer(rq request, st *connState, from Client, local *net.TCPAddr) (kmsg.Response, error) {
 	start := time.Now()
 	observe := func(resp kmsg.Response) (kmsg.Response, error) {
-		if o := s.opts.Observer; o != nil {
-			o.ObserveKafkaRequest(rq.key, errorCode(resp), time.Since(start))
-		}
+		observe(s.opts.Observer, rq.key, resp, time.Since(start))
 		return resp, nil
 	}
 	if rq.req == nil || (rq.key == int16(kmsg.ApiVersions) && !supports(serverVersions, rq.req)) {

@@ -33,6 +33,7 @@ type Metrics struct {
 	snapshotBytes  *prometheus.GaugeVec
 	truncations    *prometheus.CounterVec
 	expiredGroups  prometheus.Counter
+	kafka          kafkaMetrics
 
 	mu sync.Mutex
 	c  *coordinator.Coordinator // guarded by mu; set by register
@@ -113,6 +114,7 @@ func NewMetrics() *Metrics {
 			Name: "offsetd_groups_expired_total",
 			Help: "Groups whose offsets expired after going without a commit for the retention period.",
 		}),
+		kafka: newKafkaMetrics(latencyBuckets),
 	}
 }
 
@@ -190,6 +192,7 @@ func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator
 		m.commits, m.commitLatency, m.batchRequests, m.batchBytes, m.appendLatency, m.appendFailures,
 		m.cacheHits, m.cacheMisses, m.requests, m.requestLatency,
 		m.snapshots, m.snapshotTime, m.snapshotBytes, m.truncations, m.expiredGroups, partitionCollector{c},
+		m.kafka.requests, m.kafka.latency,
 	}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {
