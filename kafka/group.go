@@ -235,7 +235,7 @@ func (g *group) replaceStatic(oldID string, req *kmsg.JoinGroupRequest, resp *km
 	}
 	m.assignment = old.assignment
 	m.joinedAt = old.joinedAt
-	g.answerFenced(old)
+	g.answerParked(old, kerr.FencedInstanceID.Code)
 	g.removeMember(old)
 	g.static[*req.InstanceID] = m.id
 	g.members[m.id] = m
@@ -256,18 +256,19 @@ func (g *group) replaceStatic(oldID string, req *kmsg.JoinGroupRequest, resp *km
 	return ch
 }
 
-// answerFenced answers a replaced static member's parked requests.
-func (g *group) answerFenced(m *member) {
+// answerParked answers a member's parked JoinGroup and SyncGroup with an
+// error: it left, or its instance id went to another member.
+func (g *group) answerParked(m *member, code int16) {
 	if m.join != nil {
 		r := m.join.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode = kerr.FencedInstanceID.Code
+		r.ErrorCode = code
 		m.joinCh <- r
 		m.join, m.joinCh = nil, nil
 		g.joining--
 	}
 	if m.sync != nil {
 		r := m.sync.ResponseKind().(*kmsg.SyncGroupResponse)
-		r.ErrorCode = kerr.FencedInstanceID.Code
+		r.ErrorCode = code
 		m.syncCh <- r
 		m.sync, m.syncCh = nil, nil
 	}

@@ -204,7 +204,7 @@ func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 		}
 		if rm.ErrorCode == 0 {
 			if m := g.members[id]; m != nil {
-				g.answerLeft(m)
+				g.answerParked(m, kerr.UnknownMemberID.Code)
 				g.removeMember(m)
 				left = true
 			} else if tm, ok := g.pending[id]; ok {
@@ -224,23 +224,6 @@ func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 		resp.Members = nil
 	}
 	return resp
-}
-
-// answerLeft answers the parked requests of a member that left.
-func (g *group) answerLeft(m *member) {
-	if m.join != nil {
-		r := m.join.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode = kerr.UnknownMemberID.Code
-		m.joinCh <- r
-		m.join, m.joinCh = nil, nil
-		g.joining--
-	}
-	if m.sync != nil {
-		r := m.sync.ResponseKind().(*kmsg.SyncGroupResponse)
-		r.ErrorCode = kerr.UnknownMemberID.Code
-		m.syncCh <- r
-		m.sync, m.syncCh = nil, nil
-	}
 }
 
 // describe fills a DescribeGroups answer from the group's membership.
