@@ -83,3 +83,18 @@ func (k *kafkaListener) errors() <-chan error {
 	}
 	return k.served
 }
+
+// kafkaMembership shows the Kafka listener's groups on the HTTP side.
+type kafkaMembership struct{ h *kafka.Handler }
+
+func (k kafkaMembership) GroupMembers(group string) (server.GroupMembers, bool) {
+	d, ok := k.h.Describe(group)
+	if !ok {
+		return server.GroupMembers{}, false
+	}
+	out := server.GroupMembers{State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Generation: d.Generation, Leader: d.Leader}
+	for _, m := range d.Members {
+		out.Members = append(out.Members, server.GroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost})
+	}
+	return out, true
+}

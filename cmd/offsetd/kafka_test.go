@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
@@ -98,5 +99,35 @@ func TestServeKafkaOff(t *testing.T) {
 	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0", "-kafka-listen="}, nil)
 	if s.kafka != "" {
 		t.Fatalf("Kafka listener on %s although turned off", s.kafka)
+	}
+}
+
+// offsetd describe shows the members a group has on the Kafka listener.
+func TestDescribeShowsKafkaMembers(t *testing.T) {
+	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.kafka), kgo.ClientID("reporting-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "reports", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	join.InstanceID = kmsg.StringPtr("pod-a")
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	resp, err := join.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("JoinGroup: %v, code %d", err, resp.ErrorCode)
+	}
+	out := mustRun(t, 0, nil, "describe", "-addr", s.url, "reports")
+	for _, want := range []string{"state CompletingRebalance", "protocol consumer/range", resp.MemberID, "pod-a", "reporting-7", "true"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	if out := mustRun(t, 0, nil, "describe", "-addr", s.url, "nobody"); strings.Contains(out, "MEMBER") {
+		t.Fatalf("a group without members shows members:\n%s", out)
 	}
 }

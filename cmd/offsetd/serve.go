@@ -87,6 +87,14 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	if cacheBytes == 0 {
 		cacheBytes = -1 // off
 	}
+	var kl *kafkaListener
+	var membership server.Membership
+	if cfg.kafkaListen != "" {
+		if kl, err = startKafka(cfg, c, tlsConfig, token, metrics, logger); err != nil {
+			return errors.Join(err, closeCoordinator())
+		}
+		membership = kafkaMembership{kl.handler}
+	}
 	s, err := server.New(c, server.Options{
 		MaxBodyBytes:       int64(cfg.maxBody),
 		MaxWait:            cfg.maxWait,
@@ -94,20 +102,16 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		AuthToken:          token,
 		Logger:             logger,
 		Metrics:            metrics,
+		Membership:         membership,
 	})
 	if err != nil {
+		kl.stop()
 		return errors.Join(err, closeCoordinator())
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
+		kl.stop()
 		return errors.Join(err, closeCoordinator())
-	}
-	var kl *kafkaListener
-	if cfg.kafkaListen != "" {
-		if kl, err = startKafka(cfg, c, tlsConfig, token, metrics, logger); err != nil {
-			ln.Close()
-			return errors.Join(err, closeCoordinator())
-		}
 	}
 	hs := &http.Server{
 		Handler:           s,
