@@ -14,8 +14,6 @@ var (
 	// ErrUnsupported reports a request key or version the handler does not
 	// serve. A server closes the connection that sent it.
 	ErrUnsupported = errors.New("kafka: unsupported request")
-	// ErrClosed reports a call on a closed Handler.
-	ErrClosed = errors.New("kafka: handler closed")
 )
 
 // code returns the Kafka error code of a coordinator error.
@@ -25,7 +23,7 @@ func code(err error) int16 {
 		return 0
 	case errors.Is(err, coordinator.ErrLoading):
 		return kerr.CoordinatorLoadInProgress.Code
-	case errors.Is(err, coordinator.ErrClosed), errors.Is(err, ErrClosed):
+	case errors.Is(err, coordinator.ErrClosed):
 		return kerr.CoordinatorNotAvailable.Code
 	case errors.Is(err, coordinator.ErrWriteFailed):
 		// Retriable: the partition repairs its log and the client

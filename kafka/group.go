@@ -122,11 +122,7 @@ func (h *Handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, fro
 	if ch == nil {
 		return resp, nil
 	}
-	return h.wait(ctx, ch, func() kmsg.Response {
-		r := req.ResponseKind().(*kmsg.JoinGroupResponse)
-		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return r
-	})
+	return h.wait(ctx, req, ch)
 }
 
 // join runs a JoinGroup under g.mu. It either fills resp and returns nil,

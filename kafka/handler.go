@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -62,9 +63,10 @@ func NewHandler(c *coordinator.Coordinator, opts Options) (*Handler, error) {
 	}, nil
 }
 
-// Close stops the handler: requests waiting in JoinGroup or SyncGroup are
-// answered COORDINATOR_NOT_AVAILABLE, and later requests fail with
-// ErrClosed. It does not close the coordinator.
+// Close stops the handler: requests waiting in JoinGroup or SyncGroup, and
+// every later request, are answered COORDINATOR_NOT_AVAILABLE, which
+// Kafka clients retry after finding the coordinator again. It does not
+// close the coordinator.
 func (h *Handler) Close() {
 	h.once.Do(func() {
 		h.closed.Store(true)
@@ -82,10 +84,12 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 	if !supports(handlerVersions, req) {
 		return nil, fmt.Errorf("%w: %s v%d", ErrUnsupported, kmsg.NameForKey(req.Key()), req.GetVersion())
 	}
-	if h.closed.Load() {
-		return nil, ErrClosed
-	}
 	start := time.Now()
+	if h.closed.Load() {
+		resp := refuse(req, kerr.CoordinatorNotAvailable.Code)
+		observe(h.opts.Observer, req.Key(), resp, time.Since(start))
+		return resp, nil
+	}
 	var resp kmsg.Response
 	var err error
 	switch r := req.(type) {
@@ -121,14 +125,14 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 	return resp, nil
 }
 
-// wait waits for the answer of a request parked in a group.
-func (h *Handler) wait(ctx context.Context, ch <-chan kmsg.Response, unavailable func() kmsg.Response) (kmsg.Response, error) {
+// wait waits for the answer of req, parked in a group.
+func (h *Handler) wait(ctx context.Context, req kmsg.Request, ch <-chan kmsg.Response) (kmsg.Response, error) {
 	select {
 	case resp := <-ch:
 		return resp, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-h.closing:
-		return unavailable(), nil
+		return refuse(req, kerr.CoordinatorNotAvailable.Code), nil
 	}
 }

@@ -27,11 +27,7 @@ func (h *Handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (km
 	if ch == nil {
 		return resp, nil
 	}
-	return h.wait(ctx, ch, func() kmsg.Response {
-		r := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return r
-	})
+	return h.wait(ctx, req, ch)
 }
 
 func (g *group) sync(req *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse) chan kmsg.Response {

@@ -178,8 +178,8 @@ func TestGenerationAboveDurable(t *testing.T) {
 	}
 }
 
-// A parked join is answered when the handler closes, and a closed
-// coordinator answers COORDINATOR_NOT_AVAILABLE.
+// A closed coordinator answers COORDINATOR_NOT_AVAILABLE; so does a closed
+// handler, to parked joins and to every later request.
 func TestStopping(t *testing.T) {
 	c := openCoordinator(t, t.TempDir())
 	h := newHandler(t, c, testHandlerOptions())
@@ -204,9 +204,8 @@ func TestStopping(t *testing.T) {
 	wantCode(t, "simple commit on a closed coordinator", gc.commit("plain", "", -1, nil), kerr.CoordinatorNotAvailable)
 	h.Close()
 	wantCode(t, "parked join of a closed handler", (<-parked).(*kmsg.JoinGroupResponse).ErrorCode, kerr.CoordinatorNotAvailable)
-	if _, err := h.Handle(context.Background(), kmsg.NewPtrListGroupsRequest(), Client{}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("request to a closed handler: %v, want ErrClosed", err)
-	}
+	wantCode(t, "commit to a closed handler", gc.commit("g", a.MemberID, a.Generation, nil), kerr.CoordinatorNotAvailable)
+	wantCode(t, "list on a closed handler", gc.do(kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse).ErrorCode, kerr.CoordinatorNotAvailable)
 }
 
 // Coordinator errors map to the codes Kafka clients act on.
@@ -246,5 +245,42 @@ func TestTimers(t *testing.T) {
 	<-done
 	if len(fired) != 0 {
 		t.Fatal("a cancelled timer fired")
+	}
+}
+
+// A refusal carries its code wherever the response kind has one, for
+// every request the handler serves.
+func TestRefuseEveryKind(t *testing.T) {
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 8
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
+	oldFetch := kmsg.NewPtrOffsetFetchRequest()
+	oldFetch.Version = 1
+	oldFetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.Version = 4
+	find.CoordinatorKeys = []string{"g"}
+	describe := kmsg.NewPtrDescribeGroupsRequest()
+	describe.Groups = []string{"g"}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g"}
+	reqs := []kmsg.Request{commitRequest("g"), fetch, oldFetch, find, kmsg.NewPtrFindCoordinatorRequest(), describe, del,
+		kmsg.NewPtrOffsetDeleteRequest(), kmsg.NewPtrListGroupsRequest(), kmsg.NewPtrJoinGroupRequest(),
+		kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrLeaveGroupRequest()}
+	seen := map[int16]bool{}
+	for _, req := range reqs {
+		seen[req.Key()] = true
+		resp := refuse(req, kerr.CoordinatorNotAvailable.Code)
+		if got := errorCode(resp); got != kerr.CoordinatorNotAvailable.Code {
+			t.Errorf("%s v%d refused with code %d", kmsg.NameForKey(req.Key()), req.GetVersion(), got)
+		}
+		if resp.GetVersion() != req.GetVersion() {
+			t.Errorf("%s answered at v%d, asked at v%d", kmsg.NameForKey(req.Key()), resp.GetVersion(), req.GetVersion())
+		}
+	}
+	for key := range handlerVersions {
+		if !seen[key] {
+			t.Errorf("%s not covered", kmsg.NameForKey(key))
+		}
 	}
 }

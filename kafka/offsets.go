@@ -144,19 +144,8 @@ func (h *Handler) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 		topics = []kmsg.OffsetFetchRequestTopic{} // before v2 there is no "all topics"
 	}
 	ts, c := h.fetchGroup(req.Group, topics)
-	if c != 0 && req.Version < 2 {
-		// No top-level error code before v2: every partition carries it.
-		ts = ts[:0]
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, c
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			ts = append(ts, rt)
-		}
+	if c != 0 {
+		return refuse(req, c) // before v2, every partition carries the code
 	}
 	resp.ErrorCode = c
 	resp.Topics = ts
