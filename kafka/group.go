@@ -155,6 +155,7 @@ func (g *group) join(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, f
 				g.mu.Lock()
 				if g.pending[m.id] == tm {
 					delete(g.pending, m.id)
+					g.forgetIfUnused()
 				}
 				g.mu.Unlock()
 			})
@@ -478,6 +479,7 @@ func (g *group) completeRebalance() {
 	if len(g.members) == 0 {
 		g.state = stateEmpty
 		g.protocol, g.leader = "", ""
+		g.forgetIfUnused()
 		return
 	}
 	g.state = stateCompletingRebalance
@@ -516,6 +518,27 @@ func (g *group) completeRebalance() {
 		g.startRebalance()
 	})
 	g.syncDeadline = tm
+}
+
+// forgetIfUnused drops, soon after, a group left with neither members nor
+// offsets, as Kafka drops such a group, so that groups that come and go
+// without committing do not pile up in memory. It runs on the timer
+// goroutine, which takes the handler's lock before the group's.
+func (g *group) forgetIfUnused() {
+	g.h.timers.after(0, func() {
+		g.h.mu.Lock()
+		defer g.h.mu.Unlock()
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 || g.h.groups[g.name] != g {
+			return
+		}
+		if _, hasOffsets, err := g.h.c.Group(g.name); err != nil || hasOffsets {
+			return
+		}
+		g.state = stateDead
+		delete(g.h.groups, g.name)
+	})
 }
 
 // nextGeneration is above the group's last generation in memory and above

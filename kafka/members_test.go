@@ -107,6 +107,8 @@ func TestSessionExpiry(t *testing.T) {
 	if got := gc.state("g"); got != "Stable" {
 		t.Fatalf("state %s, want Stable", got)
 	}
+	// An offset keeps the group once it is empty (see TestUnusedGroupForgotten).
+	wantCode(t, "commit", gc.commit("g", j.MemberID, j.Generation, nil), nil)
 	if got := <-expired; got != j.MemberID {
 		t.Fatalf("expired %s, want %s", got, j.MemberID)
 	}
@@ -282,5 +284,40 @@ func TestRefuseEveryKind(t *testing.T) {
 		if !seen[key] {
 			t.Errorf("%s not covered", kmsg.NameForKey(key))
 		}
+	}
+}
+
+// A group whose members all leave without committing is forgotten; one
+// with offsets stays, Empty.
+func TestUnusedGroupForgotten(t *testing.T) {
+	c := openCoordinator(t, t.TempDir())
+	h := newHandler(t, c, testHandlerOptions())
+	gc := groupClient{t, h}
+	for _, group := range []string{"passing", "committed"} {
+		j := gc.join(group, time.Minute, time.Minute)
+		gc.sync(group, j.MemberID, j.Generation, nil)
+		if group == "committed" {
+			wantCode(t, "commit", gc.commit(group, j.MemberID, j.Generation, nil), nil)
+		}
+		leave := kmsg.NewPtrLeaveGroupRequest()
+		leave.Group, leave.MemberID = group, j.MemberID
+		wantCode(t, "leave", gc.do(leave).(*kmsg.LeaveGroupResponse).ErrorCode, nil)
+	}
+	// The forgetting runs on the timer goroutine, in deadline order: a
+	// timer due later runs after it.
+	done := make(chan struct{})
+	h.timers.after(time.Millisecond, func() { close(done) })
+	<-done
+	if got := gc.state("passing"); got != "Dead" {
+		t.Errorf("group without members or offsets is %s, want Dead (forgotten)", got)
+	}
+	if got := gc.state("committed"); got != "Empty" {
+		t.Errorf("group with offsets is %s, want Empty", got)
+	}
+	h.mu.Lock()
+	n := len(h.groups)
+	h.mu.Unlock()
+	if n != 1 {
+		t.Errorf("handler keeps %d groups, want 1", n)
 	}
 }
