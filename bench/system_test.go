@@ -54,6 +54,7 @@ type system struct {
 var systems = []system{
 	offsetdSystem,
 	offsetdHTTPSystem,
+	offsetdKafkaSystem,
 	pebbleSystem,
 	boltSystem,
 	floorGroupSystem,

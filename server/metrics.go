@@ -38,6 +38,7 @@ type Metrics struct {
 	journalRecords prometheus.Histogram
 	journalSync    prometheus.Histogram
 	journalFails   prometheus.Counter
+	kafka          kafkaMetrics
 
 	mu sync.Mutex
 	c  *coordinator.Coordinator // guarded by mu; set by register
@@ -143,6 +144,7 @@ func NewMetrics() *Metrics {
 			Name: "offsetd_groups_expired_total",
 			Help: "Groups whose offsets expired after going without a commit for the retention period.",
 		}),
+		kafka: newKafkaMetrics(latencyBuckets),
 	}
 }
 
@@ -234,6 +236,7 @@ func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator
 		m.cacheHits, m.cacheMisses, m.requests, m.requestLatency,
 		m.snapshots, m.snapshotTime, m.snapshotBytes, m.truncations, m.expiredGroups,
 		m.journalCalls, m.journalParts, m.journalRecords, m.journalSync, m.journalFails, partitionCollector{c},
+		m.kafka.requests, m.kafka.latency,
 	}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {

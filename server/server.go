@@ -39,6 +39,9 @@ type Options struct {
 	// means a fresh Metrics (without write-path measurements). One Metrics
 	// serves one Server.
 	Metrics *Metrics
+	// Membership, if set, answers GET /v1/groups/{group}/members with the
+	// group's live members (offsetd's Kafka listener holds them).
+	Membership Membership
 	// Registry is where the metrics are registered and what /metrics
 	// serves. Nil means a registry of the Server's own, which also holds
 	// the Go runtime and process collectors.
@@ -214,6 +217,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{
 			"GET":  s.getGroupOffsets,
 			"POST": s.commitOffsets,
+		}},
+		{path: "/v1/groups/{group}/members", methods: map[string]http.HandlerFunc{
+			"GET": s.getGroupMembers,
 		}},
 		{path: "/v1/groups/{group}/offsets/{topic}", methods: map[string]http.HandlerFunc{
 			"DELETE": s.deleteOffsets,

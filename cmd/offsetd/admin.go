@@ -273,14 +273,26 @@ func cmdDescribe(ctx context.Context, c *client.Client, out io.Writer, args []st
 		return err
 	}
 	fmt.Fprintf(out, "group %s  version %d  generation %d  offsets %d\n", strconv.Quote(g.Group), g.Version, g.Generation, len(g.Offsets))
-	if len(g.Offsets) == 0 {
-		return nil
+	if len(g.Offsets) > 0 {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tLEADER-EPOCH\tCOMMITTED\tMETADATA")
+		for _, o := range g.Offsets {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", o.Topic, o.Partition, o.Offset, o.LeaderEpoch,
+				o.CommitTime.UTC().Format(time.RFC3339Nano), strconv.Quote(o.Metadata))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
+	m, err := c.Members(ctx, args[0])
+	if err != nil || len(m.Members) == 0 {
+		return err
+	}
+	fmt.Fprintf(out, "\nstate %s  generation %d  protocol %s/%s  members %d\n", m.State, m.Generation, m.ProtocolType, m.Protocol, len(m.Members))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET\tLEADER-EPOCH\tCOMMITTED\tMETADATA")
-	for _, o := range g.Offsets {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", o.Topic, o.Partition, o.Offset, o.LeaderEpoch,
-			o.CommitTime.UTC().Format(time.RFC3339Nano), strconv.Quote(o.Metadata))
+	fmt.Fprintln(tw, "MEMBER\tINSTANCE\tCLIENT\tHOST\tLEADER")
+	for _, mb := range m.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", mb.MemberID, mb.InstanceID, mb.ClientID, mb.ClientHost, mb.MemberID == m.Leader)
 	}
 	return tw.Flush()
 }

@@ -22,12 +22,16 @@ const (
 	defaultDataDir = "offsetd-data"
 	defaultListen  = "127.0.0.1:7070"
 	defaultAddr    = defaultListen
+	// defaultKafkaListen is where Kafka clients reach offsetd.
+	defaultKafkaListen = "127.0.0.1:9092"
 )
 
 // serveConfig is everything offsetd serve is told.
 type serveConfig struct {
 	dataDir       string
 	listen        string
+	kafkaListen   string
+	kafkaAdvert   string
 	partitions    int
 	segmentSize   byteSize
 	unsafeNoSync  bool
@@ -58,17 +62,19 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.dataDir, "data", defaultDataDir, "data directory (created if missing)")
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "address to listen on; port 0 picks a free port")
+	fs.StringVar(&cfg.kafkaListen, "kafka-listen", defaultKafkaListen, "address to serve Kafka clients on (group coordination and offsets); empty turns it off")
+	fs.StringVar(&cfg.kafkaAdvert, "kafka-advertise", "", "host:port Kafka clients are told to reach offsetd at; empty means the address each connection arrived at")
 	fs.IntVar(&cfg.partitions, "partitions", copts.Partitions, "internal partitions, fixed when the data directory is created")
 	fs.Var(&cfg.segmentSize, "segment-size", "journal segment size, e.g. 256KiB (the journal keeps its last segment in memory and drops old ones whole)")
 	fs.Var(&cfg.snapshotBytes, "snapshot-bytes", "least journal traffic between snapshots of a partition, shared out over the partitions, e.g. 256KiB (a partition also waits to append half its last snapshot's size)")
 	fs.DurationVar(&cfg.retention, "retention", copts.Retention, "how long a group may go without a commit before its offsets expire; 0 keeps groups forever")
 	fs.BoolVar(&cfg.unsafeNoSync, "unsafe-no-sync", false, "acknowledge commits without fsync: a machine crash can lose acknowledged commits")
-	fs.Var(&cfg.maxBody, "max-body", "largest request body, e.g. 1MiB")
+	fs.Var(&cfg.maxBody, "max-body", "largest request body or Kafka request frame, e.g. 1MiB")
 	fs.Var(&cfg.cacheBytes, "cache-bytes", "response cache budget, e.g. 64MiB; 0 turns the cache off")
 	fs.DurationVar(&cfg.maxWait, "max-wait", sopts.MaxWait, "longest long poll (?wait=)")
-	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS and Kafka over TLS")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file (PEM)")
-	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "", "file holding the bearer token every /v1 request must carry")
+	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "", "file holding the bearer token every /v1 request must carry, and the SASL/PLAIN password of Kafka clients")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: offsetd [serve] [flags]\n\nEvery flag can also be set with its OFFSETD_ environment variable\n(-segment-size is OFFSETD_SEGMENT_SIZE); a flag wins over its variable.\n\n")
@@ -94,6 +100,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return cfg, fmt.Errorf("%w: -max-wait must be positive", errUsage)
 	case cfg.retention < 0:
 		return cfg, fmt.Errorf("%w: -retention must not be negative", errUsage)
+	case cfg.kafkaAdvert != "" && cfg.kafkaListen == "":
+		return cfg, fmt.Errorf("%w: -kafka-advertise without -kafka-listen", errUsage)
 	case cfg.snapshotBytes < 1:
 		return cfg, fmt.Errorf("%w: -snapshot-bytes must be positive", errUsage)
 	}

@@ -78,9 +78,22 @@ func envOf(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
+// serveEnvOf is envOf for running offsetd: unless a test says otherwise,
+// the Kafka listener takes a free port, so that tests never fight over
+// 9092.
+func serveEnvOf(env map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := env[k]; ok || k != "OFFSETD_KAFKA_LISTEN" {
+			return v
+		}
+		return "127.0.0.1:0"
+	}
+}
+
 // served is an offsetd serve running in this process.
 type served struct {
 	url, dir string
+	kafka    string // host:port of the Kafka listener, "" when off
 	stderr   *syncBuffer
 	stop     func() int // stops it (as SIGTERM does) and returns its exit status
 }
@@ -93,7 +106,7 @@ func startServe(t *testing.T, args []string, env map[string]string) served {
 	out := newLineWriter()
 	errs := &syncBuffer{watch: "every partition loaded", seen: make(chan struct{})}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, args, envOf(env), out, errs) }()
+	go func() { done <- run(ctx, args, serveEnvOf(env), out, errs) }()
 	var s served
 	select {
 	case line := <-out.lines:
@@ -107,6 +120,11 @@ func startServe(t *testing.T, args []string, env map[string]string) served {
 	case code := <-done:
 		cancel()
 		t.Fatalf("serve exited with %d while loading:\n%s", code, errs)
+	}
+	select { // the Kafka line comes right after the first one
+	case line := <-out.lines:
+		s.kafka = strings.TrimPrefix(line, "offsetd serving Kafka clients on ")
+	default:
 	}
 	var once sync.Once
 	status := 0
@@ -126,7 +144,7 @@ func startServe(t *testing.T, args []string, env map[string]string) served {
 func runCmd(t testing.TB, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errs syncBuffer
-	code := run(t.Context(), args, envOf(env), &out, &errs)
+	code := run(t.Context(), args, serveEnvOf(env), &out, &errs)
 	return code, out.String(), errs.String()
 }
 

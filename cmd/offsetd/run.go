@@ -12,11 +12,11 @@ import (
 const usageText = `usage: offsetd <command> [flags] [arguments]
 
 Serving:
-  offsetd [serve] [flags]           serve HTTP (the default); offsetd serve -h lists the flags
+  offsetd [serve] [flags]           serve HTTP and Kafka clients (the default); offsetd serve -h lists the flags
 
 Administering a running server (-addr, -token-file, -ca-file; OFFSETD_ADDR, ...):
   offsetd groups                    list the groups
-  offsetd describe GROUP            show a group's offsets
+  offsetd describe GROUP            show a group's offsets and Kafka members
   offsetd commit [-generation N] [-leader-epoch N] [-metadata S] GROUP TOPIC PARTITION OFFSET
   offsetd delete [-topic T [-partitions 0,1]] GROUP
                                     delete a group, or its offsets on a topic

@@ -87,6 +87,14 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	if cacheBytes == 0 {
 		cacheBytes = -1 // off
 	}
+	var kl *kafkaListener
+	var membership server.Membership
+	if cfg.kafkaListen != "" {
+		if kl, err = startKafka(cfg, c, tlsConfig, token, metrics, logger); err != nil {
+			return errors.Join(err, closeCoordinator())
+		}
+		membership = kafkaMembership{kl.handler}
+	}
 	s, err := server.New(c, server.Options{
 		MaxBodyBytes:       int64(cfg.maxBody),
 		MaxWait:            cfg.maxWait,
@@ -94,12 +102,15 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		AuthToken:          token,
 		Logger:             logger,
 		Metrics:            metrics,
+		Membership:         membership,
 	})
 	if err != nil {
+		kl.stop()
 		return errors.Join(err, closeCoordinator())
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
+		kl.stop()
 		return errors.Join(err, closeCoordinator())
 	}
 	hs := &http.Server{
@@ -118,6 +129,10 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	}
 	warnIfExposed(logger, ln.Addr(), tlsConfig != nil, token != "", cfg.unsafeNoSync)
 	fmt.Fprintf(stdout, "offsetd listening on %s://%s, data in %s\n", scheme, ln.Addr(), dataDir)
+	if kl != nil {
+		warnIfExposed(logger, kl.addr, tlsConfig != nil, token != "", false)
+		fmt.Fprintf(stdout, "offsetd serving Kafka clients on %s\n", kl.addr)
+	}
 	logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "partitions", partitions,
 		"tls", tlsConfig != nil, "auth", token != "", "retention", cfg.retention)
 
@@ -149,11 +164,14 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		logger.Info("shutting down")
 	case err := <-served:
 		runErr = fmt.Errorf("serving: %w", err)
+	case err := <-kl.errors():
+		runErr = fmt.Errorf("serving Kafka clients: %w", err)
 	case err := <-loadFailed:
 		runErr = fmt.Errorf("loading %s: %w (inspect it with: offsetd verify %s)", dataDir, err, dataDir)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	kl.stop()
 	if err := hs.Shutdown(sctx); err != nil {
 		logger.Warn("requests still in flight at the end of the grace period", "err", err)
 		hs.Close()

@@ -74,7 +74,7 @@ func TestServeConfig(t *testing.T) {
 		want func(serveConfig) bool
 	}{
 		{"defaults", nil, nil, func(c serveConfig) bool {
-			return c.dataDir == "offsetd-data" && c.listen == "127.0.0.1:7070" && c.partitions == 16 &&
+			return c.dataDir == "offsetd-data" && c.listen == "127.0.0.1:7070" && c.kafkaListen == "127.0.0.1:9092" && c.partitions == 16 &&
 				c.segmentSize == 256<<10 && c.maxBody == 1<<20 && !c.unsafeNoSync && !c.partitionsGiven
 		}},
 		{"flags", []string{"-data", "d", "-segment-size", "8MiB", "-max-body", "64KiB", "-cache-bytes", "0", "-unsafe-no-sync", "-partitions", "2",
@@ -143,7 +143,7 @@ func TestRestartThroughBinary(t *testing.T) {
 	data := filepath.Join(tmp, "data")
 	start := func() (*exec.Cmd, *client.Client, *bytes.Buffer) {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "-data", data, "-listen", "127.0.0.1:0", "-partitions", "4")
+		cmd := exec.Command(bin, "serve", "-data", data, "-listen", "127.0.0.1:0", "-kafka-listen", "127.0.0.1:0", "-partitions", "4")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()

@@ -26,7 +26,7 @@ var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#17becf", "#
 
 // colourOrder is the known systems in the order of their colours: a
 // system added later takes the next colour, so no other's changes.
-var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem}
+var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem, kafkaSystem}
 
 // WriteChart writes an SVG chart of commit throughput (median commits/s)
 // against concurrent committers, one panel per commit size and one line per

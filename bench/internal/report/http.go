@@ -34,29 +34,35 @@ var pollAnswers = []struct{ answer, label string }{
 }
 
 // HTTPRate is one row of the HTTP rates table: a case at one client count,
-// through the HTTP path and embedded.
+// through the HTTP path, the Kafka path and embedded.
 type HTTPRate struct {
 	Case  string
 	Label string
-	// HTTP and Embedded are offsetd-http's and offsetd's medians; NaN
-	// when the run lacks one.
-	HTTP, Embedded float64
+	// HTTP, Kafka and Embedded are offsetd-http's, offsetd-kafka's and
+	// offsetd's medians; NaN when the run lacks one.
+	HTTP, Kafka, Embedded float64
 }
 
 // HTTPRates returns the rows of the HTTP rates table: every case
-// offsetd-http ran at 1 or 64 clients, commits then fetches then group
-// fetches.
+// offsetd-http or offsetd-kafka ran at 1 or 64 clients, commits then
+// fetches then group fetches.
 func HTTPRates(res *Results) []HTTPRate {
 	var out []HTTPRate
 	for _, r := range httpRates {
 		for _, c := range cases(res, r.family) {
 			b := res.Lookup(c, httpSystem)
+			if b == nil {
+				b = res.Lookup(c, kafkaSystem)
+			}
 			if b == nil || !slices.Contains(httpClients, b.Param(r.clients)) {
 				continue
 			}
-			row := HTTPRate{Case: c, Label: r.label, HTTP: math.NaN(), Embedded: math.NaN()}
-			if v, ok := b.Median(r.unit); ok {
+			row := HTTPRate{Case: c, Label: r.label, HTTP: math.NaN(), Kafka: math.NaN(), Embedded: math.NaN()}
+			if v, ok := res.Median(c, httpSystem, r.unit); ok {
 				row.HTTP = v
+			}
+			if v, ok := res.Median(c, kafkaSystem, r.unit); ok {
+				row.Kafka = v
 			}
 			if v, ok := res.Median(c, subject, r.unit); ok {
 				row.Embedded = v
@@ -132,10 +138,11 @@ func Polls(res *Results) []Poll {
 func WriteHTTP(w io.Writer, res *Results) error {
 	var b strings.Builder
 	if rates := HTTPRates(res); len(rates) > 0 {
-		b.WriteString("| benchmark | rate | offsetd-http | offsetd | offsetd-http ÷ offsetd |\n|---|---|--:|--:|--:|\n")
+		b.WriteString("| benchmark | rate | offsetd-http | offsetd-kafka | offsetd | offsetd-http ÷ offsetd | offsetd-kafka ÷ offsetd |\n|---|---|--:|--:|--:|--:|--:|\n")
 		for _, r := range rates {
-			fmt.Fprintf(&b, "| %s | %s ↑ | %s | %s | %s |\n", strings.ReplaceAll(r.Case, "/", " "), r.Label,
-				orDash(r.HTTP, formatRate), orDash(r.Embedded, formatRate), formatRatio(quotient(r.HTTP, r.Embedded)))
+			fmt.Fprintf(&b, "| %s | %s ↑ | %s | %s | %s | %s | %s |\n", strings.ReplaceAll(r.Case, "/", " "), r.Label,
+				orDash(r.HTTP, formatRate), orDash(r.Kafka, formatRate), orDash(r.Embedded, formatRate),
+				formatRatio(quotient(r.HTTP, r.Embedded)), formatRatio(quotient(r.Kafka, r.Embedded)))
 		}
 	}
 	if polls := Polls(res); len(polls) > 0 {

@@ -50,7 +50,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("A ratio is offsetd's median divided by the other system's on that row: on a ↑ row above 1 means offsetd is ahead, on a ↓ row below 1 does. ")
 	b.WriteString("The floor is floor-group for commits (one flusher appends everything waiting, one fdatasync per batch) and memory (a Go map) for reads. ")
 	b.WriteString("Commit throughput counts every committer together; p50 and p99 latency are what one committer waits for its ack. ")
-	b.WriteString("offsetd-http ÷ offsetd is what the HTTP path keeps of the embedded figure.\n\n")
+	b.WriteString("offsetd-http ÷ offsetd and offsetd-kafka ÷ offsetd are what the HTTP and Kafka paths keep of the embedded figure.\n\n")
 	if err := WriteTable(&b, res); err != nil {
 		return err
 	}
@@ -68,8 +68,9 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 		return err
 	}
 	if httpTables.Len() > 0 {
-		b.WriteString("\n## The HTTP path\n\n")
+		b.WriteString("\n## The HTTP and Kafka paths\n\n")
 		b.WriteString("offsetd-http is offsetd behind its HTTP server (default options, response cache on) on a loopback listener, driven through the Go client over keep-alive connections, in the benchmark's process: its allocations count the client's and the server's. ")
+		b.WriteString("offsetd-kafka is offsetd behind its Kafka listener on loopback, driven by franz-go clients, one connection per concurrent caller: commits through kadm (a Metadata request, then the OffsetCommit), group reads through kadm, point reads as one OffsetFetch. ")
 		b.WriteString("Rates count every client together; a commit is acknowledged once fsynced, as embedded. ")
 		b.WriteString("A polled fetch is one poller re-reading a group of 128 offsets that has not changed: the body from the response cache, encoded afresh (cache off), or a conditional GET answered 304.\n\n")
 		b.WriteString(httpTables.String())
@@ -83,6 +84,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("\n## How each system is made durable\n\n")
 	b.WriteString("- **offsetd**: default options; each partition's writer appends everything queued as one log write and fsyncs it before acknowledging any of it.\n")
 	b.WriteString("- **offsetd-http**: offsetd as above behind its HTTP server on loopback; a commit is answered once offsetd has fsynced it.\n")
+	b.WriteString("- **offsetd-kafka**: offsetd as above behind its Kafka listener on loopback; an OffsetCommit is answered once offsetd has fsynced it.\n")
 	b.WriteString("- **pebble**: default options; each commit is a batch committed with `pebble.Sync` (Pebble syncs its WAL before returning, sharing one sync among concurrent commits).\n")
 	b.WriteString("- **bbolt**: default options (each transaction fdatasyncs its pages, then its meta page); one committer uses `db.Update`, several use `db.Batch` (default 1000 calls or 10 ms per batch).\n")
 	b.WriteString("- **floor-group**: the batch floor: one flusher appends everything waiting with one write and one fdatasync, then acks it all.\n")

@@ -8,18 +8,23 @@ import (
 )
 
 // systemOrder is the order of the known systems' columns.
-var systemOrder = []string{"offsetd", "offsetd-http", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
 
 // httpSystem is offsetd behind its HTTP server, driven by its Go client on
 // loopback.
 const httpSystem = "offsetd-http"
 
+// kafkaSystem is offsetd behind its Kafka listener, driven by franz-go
+// clients (kadm) on loopback.
+const kafkaSystem = "offsetd-kafka"
+
 // subject is the system whose ratios to the others the table shows.
 const subject = "offsetd"
 
 // ratioColumns are the ratios the table shows: offsetd's median over
-// Pebble's, bbolt's and the floor's, and offsetd-http's over offsetd's (what
-// the HTTP path keeps of the embedded figure). "floor" is the floor that
+// Pebble's, bbolt's and the floor's, and offsetd-http's and offsetd-kafka's
+// over offsetd's (what the HTTP and Kafka paths keep of the embedded
+// figure). "floor" is the floor that
 // does what the row measures: the batch floor (append + fdatasync per batch
 // of everything waiting) for commits, the Go map for reads.
 var ratioColumns = []struct {
@@ -32,6 +37,7 @@ var ratioColumns = []struct {
 	{"offsetd ÷ bbolt", always(subject), always("bbolt")},
 	{"offsetd ÷ floor", always(subject), floorFor},
 	{"offsetd-http ÷ offsetd", always(httpSystem), always(subject)},
+	{"offsetd-kafka ÷ offsetd", always(kafkaSystem), always(subject)},
 }
 
 // always returns a ratio column's system that is the same in every family.

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/kafka"
+	"github.com/offsetd/offsetd/server"
+)
+
+// kafkaListener is the Kafka side of offsetd serve.
+type kafkaListener struct {
+	handler *kafka.Handler
+	server  *kafka.Server
+	addr    net.Addr
+	served  chan error
+}
+
+// startKafka serves Kafka clients on cfg.kafkaListen, over TLS when
+// tlsConfig is set and with SASL/PLAIN when token is.
+func startKafka(cfg serveConfig, c *coordinator.Coordinator, tlsConfig *tls.Config, token string, metrics *server.Metrics, logger *slog.Logger) (*kafkaListener, error) {
+	opts := kafka.DefaultOptions()
+	opts.Logger = logger
+	opts.Observer = metrics
+	if cfg.kafkaAdvert != "" {
+		host, port, err := net.SplitHostPort(cfg.kafkaAdvert)
+		if err != nil {
+			return nil, fmt.Errorf("-kafka-advertise %q: %w", cfg.kafkaAdvert, err)
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("-kafka-advertise %q: want host:port", cfg.kafkaAdvert)
+		}
+		opts.Broker = kafka.Broker{Host: host, Port: int32(p)}
+	}
+	h, err := kafka.NewHandler(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := kafka.NewServer(h, kafka.ServerOptions{
+		MaxFrameBytes: int(cfg.maxBody),
+		AuthToken:     token,
+		Logger:        logger,
+		Observer:      metrics,
+	})
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.kafkaListen)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("-kafka-listen: %w", err)
+	}
+	k := &kafkaListener{handler: h, server: s, addr: ln.Addr(), served: make(chan error, 1)}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	go func() { k.served <- s.Serve(ln) }()
+	return k, nil
+}
+
+// stop answers the requests waiting in groups, closes the connections and
+// waits for them.
+func (k *kafkaListener) stop() {
+	if k == nil {
+		return
+	}
+	k.handler.Close()
+	k.server.Close()
+	<-k.served
+}
+
+// errors is where a failure to accept ends up; nil (never ready) when the
+// listener is off.
+func (k *kafkaListener) errors() <-chan error {
+	if k == nil {
+		return nil
+	}
+	return k.served
+}
+
+// kafkaMembership shows the Kafka listener's groups on the HTTP side.
+type kafkaMembership struct{ h *kafka.Handler }
+
+func (k kafkaMembership) GroupMembers(group string) (server.GroupMembers, bool) {
+	d, ok := k.h.Describe(group)
+	if !ok {
+		return server.GroupMembers{}, false
+	}
+	out := server.GroupMembers{State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol, Generation: d.Generation, Leader: d.Leader}
+	for _, m := range d.Members {
+		out.Members = append(out.Members, server.GroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost})
+	}
+	return out, true
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+func kafkaAdmin(t *testing.T, addr string, opts ...kgo.Opt) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// A Kafka admin client commits through offsetd serve's Kafka listener; the
+// HTTP side and /metrics see it.
+func TestServeKafka(t *testing.T) {
+	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0"}, nil)
+	if s.kafka == "" {
+		t.Fatal("serve did not say where it serves Kafka clients")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kafkaAdmin(t, s.kafka)
+	var os kadm.Offsets
+	os.AddOffset("orders", 3, 99, -1)
+	if err := adm.CommitAllOffsets(ctx, "billing", os); err != nil {
+		t.Fatalf("commit over Kafka: %v", err)
+	}
+	if out := mustRun(t, 0, nil, "describe", "-addr", s.url, "billing"); !strings.Contains(out, "orders") || !strings.Contains(out, "99") {
+		t.Fatalf("describe after a Kafka commit:\n%s", out)
+	}
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `offsetd_kafka_requests_total{api="OffsetCommit",error="NONE"} 1`; !strings.Contains(string(body), want) {
+		t.Fatalf("/metrics lacks %s", want)
+	}
+}
+
+// With TLS and a token, Kafka clients connect over TLS and authenticate
+// with SASL/PLAIN, the token as password; without it they get nothing.
+func TestServeKafkaTLSAndSASL(t *testing.T) {
+	cert, key := selfSigned(t)
+	token := writeFile(t, "token", "s3cret", 0o600)
+	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0",
+		"-tls-cert", cert, "-tls-key", key, "-auth-token-file", token}, nil)
+	pemBytes, err := os.ReadFile(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemBytes)
+	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var os kadm.Offsets
+	os.AddOffset("orders", 0, 7, -1)
+	adm := kafkaAdmin(t, s.kafka, tlsOpt, kgo.SASL(plain.Auth{User: "anyone", Pass: "s3cret"}.AsMechanism()))
+	if err := adm.CommitAllOffsets(ctx, "g", os); err != nil {
+		t.Fatalf("commit with TLS and SASL: %v", err)
+	}
+	wrong := kafkaAdmin(t, s.kafka, tlsOpt, kgo.SASL(plain.Auth{User: "anyone", Pass: "guess"}.AsMechanism()))
+	if _, err := wrong.ListGroups(ctx); err == nil {
+		t.Fatal("a wrong password listed groups")
+	}
+	anonymous := kafkaAdmin(t, s.kafka, tlsOpt)
+	if _, err := anonymous.ListGroups(ctx); err == nil {
+		t.Fatal("a client without SASL listed groups")
+	}
+	plainText := kafkaAdmin(t, s.kafka, kgo.SASL(plain.Auth{User: "anyone", Pass: "s3cret"}.AsMechanism()))
+	if _, err := plainText.ListGroups(ctx); err == nil {
+		t.Fatal("a client without TLS listed groups")
+	}
+}
+
+// -kafka-listen= turns the listener off.
+func TestServeKafkaOff(t *testing.T) {
+	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0", "-kafka-listen="}, nil)
+	if s.kafka != "" {
+		t.Fatalf("Kafka listener on %s although turned off", s.kafka)
+	}
+}
+
+// offsetd describe shows the members a group has on the Kafka listener.
+func TestDescribeShowsKafkaMembers(t *testing.T) {
+	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.kafka), kgo.ClientID("reporting-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "reports", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	join.InstanceID = kmsg.StringPtr("pod-a")
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	resp, err := join.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("JoinGroup: %v, code %d", err, resp.ErrorCode)
+	}
+	out := mustRun(t, 0, nil, "describe", "-addr", s.url, "reports")
+	for _, want := range []string{"state CompletingRebalance", "protocol consumer/range", resp.MemberID, "pod-a", "reporting-7", "true"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	if out := mustRun(t, 0, nil, "describe", "-addr", s.url, "nobody"); strings.Contains(out, "MEMBER") {
+		t.Fatalf("a group without members shows members:\n%s", out)
+	}
+}

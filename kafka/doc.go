@@ -1,0 +1,32 @@
+// Package kafka speaks the Kafka protocol of a group coordinator in front of
+// a coordinator.Coordinator, so that Kafka clients and tools commit and
+// fetch offsets and run classic consumer groups on offsetd. Requests and
+// responses are encoded by franz-go's kmsg; nothing here writes the wire
+// format by hand.
+//
+// Two ways in:
+//   - Handler answers the group and offset requests (FindCoordinator,
+//     OffsetCommit/Fetch/Delete, List/Describe/DeleteGroups, JoinGroup,
+//     SyncGroup, Heartbeat, LeaveGroup). A Go program that serves the Kafka
+//     protocol, a broker or a proxy, hands it those requests and sends back
+//     its responses.
+//   - Server listens for Kafka clients itself, as a one-broker cluster: it
+//     adds ApiVersions, Metadata and SASL/PLAIN to what Handler answers.
+//
+// Offsets and the group generation are stored by the coordinator; group
+// membership (members, protocols, assignments, timers) lives in memory.
+// After a restart the members rejoin and the next generation is above every
+// generation a commit made durable. One commit request is one log entry: a
+// request refused for one partition is refused whole, where Kafka commits
+// partition by partition.
+//
+// Lifecycle:
+//
+//	h, err := kafka.NewHandler(c, kafka.DefaultOptions())
+//	if err != nil { ... }
+//	defer h.Close()
+//	s, err := kafka.NewServer(h, kafka.DefaultServerOptions())
+//	if err != nil { ... }
+//	go s.Serve(ln) // ln from net.Listen, or tls.NewListener
+//	defer s.Close()
+package kafka

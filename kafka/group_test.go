@@ -1,0 +1,372 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// routedCluster is an in-process Kafka cluster (kfake) that serves the
+// data and hands every group and offset request to the current handler,
+// as a Go broker embedding offsetd would.
+type routedCluster struct {
+	*kfake.Cluster
+	current atomic.Pointer[Handler]
+}
+
+func newRoutedCluster(t *testing.T, partitions int32, topic string) *routedCluster {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	rc := &routedCluster{Cluster: cluster}
+	for key := range handlerVersions {
+		cluster.ControlKey(key, rc.route)
+	}
+	return rc
+}
+
+// handlerKafkaVersions is a cluster advertising what the handler serves:
+// OffsetCommit and OffsetFetch up to v9, and no KIP-848 heartbeat, so that
+// clients use the classic protocol.
+func handlerKafkaVersions() *kversion.Versions {
+	versions := kversion.Stable()
+	for key, v := range handlerVersions {
+		versions.SetMaxKeyVersion(key, v.max)
+	}
+	versions.SetMaxKeyVersion(int16(kmsg.ConsumerGroupHeartbeat), -1)
+	versions.SetMaxKeyVersion(int16(kmsg.ConsumerGroupDescribe), -1)
+	return versions
+}
+
+// route answers one request with the current handler. JoinGroup and
+// SyncGroup wait for the other members, so they sleep outside kfake's
+// control loop while they wait.
+func (rc *routedCluster) route(req kmsg.Request) (kmsg.Response, error, bool) {
+	rc.KeepControl()
+	h := rc.current.Load()
+	var resp kmsg.Response
+	var err error
+	switch req.(type) {
+	case *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest:
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err = h.Handle(context.Background(), req, Client{ID: "routed"})
+		}()
+		rc.SleepControl(func() { <-done })
+	default:
+		resp, err = h.Handle(context.Background(), req, Client{ID: "routed"})
+	}
+	return resp, err, true
+}
+
+// broker is the kfake broker as the handler should name it.
+func (rc *routedCluster) broker(t *testing.T) Broker {
+	host, port, err := splitHostPort(rc.ListenAddrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Broker{NodeID: 0, Host: host, Port: port}
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			p, err := strconv.Atoi(addr[i+1:])
+			return addr[:i], int32(p), err
+		}
+	}
+	return "", 0, fmt.Errorf("no port in %q", addr)
+}
+
+// tally records what the consumers saw and what they had committed.
+type tally struct {
+	mu       sync.Mutex
+	seen     map[[2]int64]int // partition, offset → deliveries
+	acked    map[int32]int64  // highest acknowledged commit per partition
+	bad      []string
+	distinct int
+	changed  chan struct{}
+}
+
+func newTally() *tally {
+	return &tally{seen: map[[2]int64]int{}, acked: map[int32]int64{}, changed: make(chan struct{}, 1)}
+}
+
+func (t *tally) record(r *kgo.Record) {
+	t.mu.Lock()
+	k := [2]int64{int64(r.Partition), r.Offset}
+	if t.seen[k] > 0 && r.Offset < t.acked[r.Partition] {
+		// Redelivered below an acknowledged commit: progress was lost.
+		t.bad = append(t.bad, fmt.Sprintf("partition %d offset %d redelivered after a commit of %d was acknowledged", r.Partition, r.Offset, t.acked[r.Partition]))
+	}
+	if t.seen[k] == 0 {
+		t.distinct++
+	}
+	t.seen[k]++
+	t.mu.Unlock()
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (t *tally) ack(next map[int32]int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p, o := range next {
+		t.acked[p] = max(t.acked[p], o)
+	}
+}
+
+// waitDistinct waits until n different records have been consumed.
+func (t *tally) waitDistinct(ctx context.Context, n int) error {
+	for {
+		t.mu.Lock()
+		d := t.distinct
+		t.mu.Unlock()
+		if d >= n {
+			return nil
+		}
+		select {
+		case <-t.changed:
+		case <-ctx.Done():
+			return fmt.Errorf("consumed %d different records, want %d: %w", d, n, ctx.Err())
+		}
+	}
+}
+
+// consumer is one kgo group member that commits after every poll.
+type consumer struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startConsumer(t *testing.T, rc *routedCluster, group, topic string, tl *tally) *consumer {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(rc.ListenAddrs()...),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.SessionTimeout(3*time.Second),
+		kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.RebalanceTimeout(10*time.Second),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &consumer{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			if fs.IsClientClosed() {
+				return
+			}
+			next := map[int32]int64{}
+			fs.EachRecord(func(r *kgo.Record) {
+				tl.record(r)
+				next[r.Partition] = r.Offset + 1
+			})
+			if err := cl.CommitUncommittedOffsets(ctx); err == nil {
+				tl.ack(next)
+			}
+			cl.AllowRebalance()
+		}
+	}()
+	return c
+}
+
+// stop ends the poll loop and commits what was consumed.
+func (c *consumer) stop(t *testing.T) {
+	c.cancel()
+	<-c.done
+	var err error
+	for range 50 { // a commit during a rebalance is refused; the next one goes through
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = c.cl.CommitUncommittedOffsets(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		c.cl.AllowRebalance()
+	}
+	if err != nil {
+		t.Errorf("final commit: %v", err)
+	}
+}
+
+func produce(t *testing.T, rc *routedCluster, topic string, partitions int32, from, to int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(rc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for i := from; i < to; i++ {
+		rs = append(rs, &kgo.Record{Topic: topic, Partition: int32(i) % partitions, Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(testContext(t), rs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// TestConsumerGroupOnKafkaPeer runs kgo consumers in one group on a real
+// Kafka peer whose group coordinator is offsetd: members join and leave,
+// offsetd restarts, and every record is consumed with no progress lost.
+func TestConsumerGroupOnKafkaPeer(t *testing.T) {
+	const (
+		topic      = "events"
+		group      = "workers"
+		partitions = 3
+		records    = 300
+	)
+	ctx := testContext(t)
+	dir := t.TempDir()
+	rc := newRoutedCluster(t, partitions, topic)
+	opts := testHandlerOptions()
+	opts.Broker = rc.broker(t)
+	beforeRestart := newCounter()
+	opts.Observer = beforeRestart
+
+	c, err := coordinator.Open(dir, coordinatorOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.current.Store(h)
+
+	tl := newTally()
+	produce(t, rc, topic, partitions, 0, records/2)
+	a := startConsumer(t, rc, group, topic, tl)
+	b := startConsumer(t, rc, group, topic, tl)
+	if err := tl.waitDistinct(ctx, records/4); err != nil {
+		t.Fatal(err)
+	}
+	cons := startConsumer(t, rc, group, topic, tl) // a third member joins
+	a.stop(t)
+	a.cl.Close() // and the first leaves
+	if err := tl.waitDistinct(ctx, records/2); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restart offsetd: membership is gone, offsets and generation stay.
+	before, _, err := c.Group(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := coordinator.Open(dir, coordinatorOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c2.Close() })
+	afterRestart := newCounter()
+	opts.Observer = afterRestart
+	h2 := newHandler(t, c2, opts)
+	rc.current.Store(h2)
+
+	// After the restart one member leaves and a new one joins: the
+	// partitions that move resume from the offsets offsetd kept.
+	b.stop(t)
+	b.cl.Close()
+	d := startConsumer(t, rc, group, topic, tl)
+	produce(t, rc, topic, partitions, records/2, records)
+	if err := tl.waitDistinct(ctx, records); err != nil {
+		t.Fatal(err)
+	}
+	cons.stop(t)
+	d.stop(t)
+	cons.cl.Close()
+	d.cl.Close()
+
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, msg := range tl.bad {
+		t.Error(msg)
+	}
+	var dups int
+	for _, n := range tl.seen {
+		dups += n - 1
+	}
+	t.Logf("%d records, %d redelivered inside the at-least-once window", len(tl.seen), dups)
+	stored, err := c2.FetchGroup(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != partitions {
+		t.Fatalf("offsetd holds %d offsets, want %d: %+v", len(stored), partitions, stored)
+	}
+	for _, o := range stored {
+		if o.Offset.Offset != records/partitions {
+			t.Errorf("partition %d committed at %d, want %d", o.Partition, o.Offset.Offset, records/partitions)
+		}
+	}
+	// The group really ran on offsetd, before and after the restart.
+	for _, key := range []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup} {
+		if beforeRestart.ok(int16(key)) == 0 || afterRestart.ok(int16(key)) == 0 {
+			t.Errorf("%s answered without error %d times before the restart and %d after, want some of each",
+				kmsg.NameForKey(int16(key)), beforeRestart.ok(int16(key)), afterRestart.ok(int16(key)))
+		}
+	}
+	after, _, err := c2.Group(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation <= before.Generation {
+		t.Errorf("generation after the restart is %d, not above %d from before it", after.Generation, before.Generation)
+	}
+}
+
+func coordinatorOptions() coordinator.Options {
+	o := coordinator.DefaultOptions()
+	o.Partitions = 4
+	o.Logger = quiet
+	return o
+}
+
+// counter is an Observer counting requests answered without error.
+type counter struct {
+	mu     sync.Mutex
+	counts map[[2]string]int // API, error
+}
+
+func newCounter() *counter { return &counter{counts: map[[2]string]int{}} }
+
+func (c *counter) ObserveKafkaRequest(api, code string, _ time.Duration) {
+	c.mu.Lock()
+	c.counts[[2]string{api, code}]++
+	c.mu.Unlock()
+}
+
+func (c *counter) ok(key int16) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[[2]string{kmsg.NameForKey(key), "NONE"}]
+}

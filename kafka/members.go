@@ -1,0 +1,259 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// syncGroup takes the leader's assignment, or waits for it.
+func (h *Handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if !validName(req.Group) {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	g := h.lookup(req.Group)
+	if g == nil {
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil
+	}
+	ch := g.sync(req, resp)
+	g.mu.Unlock()
+	if ch == nil {
+		return resp, nil
+	}
+	return h.wait(ctx, req, ch)
+}
+
+func (g *group) sync(req *kmsg.SyncGroupRequest, resp *kmsg.SyncGroupResponse) chan kmsg.Response {
+	m, c := g.fenceMember(req.MemberID, req.InstanceID, req.Generation)
+	switch {
+	case c != 0:
+	case req.ProtocolType != nil && *req.ProtocolType != g.protocolType,
+		req.Protocol != nil && *req.Protocol != g.protocol:
+		c = kerr.InconsistentGroupProtocol.Code
+	case g.state == statePreparingRebalance:
+		c = kerr.RebalanceInProgress.Code
+	case g.state == stateCompletingRebalance:
+		delete(g.pendingSync, m.id)
+		if m.sync != nil { // a repeated sync replaces the first
+			r := m.sync.ResponseKind().(*kmsg.SyncGroupResponse)
+			r.ErrorCode = kerr.RebalanceInProgress.Code
+			m.syncCh <- r
+		}
+		m.sync, m.syncCh = req, make(chan kmsg.Response, 1)
+		ch := m.syncCh
+		if m.id == g.leader {
+			g.completeSync(req)
+		}
+		return ch
+	case g.state == stateStable:
+		resp.ProtocolType = kmsg.StringPtr(g.protocolType)
+		resp.Protocol = kmsg.StringPtr(g.protocol)
+		resp.MemberAssignment = m.assignment
+		g.heartbeat(m)
+	default:
+		c = kerr.UnknownMemberID.Code
+	}
+	resp.ErrorCode = c
+	return nil
+}
+
+// completeSync stores the leader's assignment and makes the group Stable.
+// The assignment bytes are passed through untouched: clients assign.
+func (g *group) completeSync(req *kmsg.SyncGroupRequest) {
+	for _, m := range g.members {
+		m.assignment = nil
+	}
+	for _, a := range req.GroupAssignment {
+		if m := g.members[a.MemberID]; m != nil {
+			m.assignment = bytes.Clone(a.MemberAssignment)
+		}
+	}
+	for _, m := range g.members {
+		if m.assignment == nil && g.protocolType == "consumer" {
+			// Followers decode what they get: give them an empty
+			// assignment rather than no bytes.
+			a := kmsg.NewConsumerMemberAssignment()
+			m.assignment = a.AppendTo(nil)
+		}
+		if m.sync != nil {
+			r := m.sync.ResponseKind().(*kmsg.SyncGroupResponse)
+			r.ProtocolType = kmsg.StringPtr(g.protocolType)
+			r.Protocol = kmsg.StringPtr(g.protocol)
+			r.MemberAssignment = m.assignment
+			m.syncCh <- r
+			m.sync, m.syncCh = nil, nil
+			g.heartbeat(m)
+		}
+	}
+	g.state = stateStable
+	g.clearPendingSync()
+}
+
+// fenceMember checks that a request comes from a current member of the
+// current generation.
+func (g *group) fenceMember(memberID string, instanceID *string, generation int32) (*member, int16) {
+	if c := g.checkInstance(instanceID, memberID); c != 0 {
+		return nil, c
+	}
+	m := g.members[memberID]
+	switch {
+	case m == nil:
+		return nil, kerr.UnknownMemberID.Code
+	case generation != g.generation:
+		return nil, kerr.IllegalGeneration.Code
+	}
+	return m, 0
+}
+
+// fenceCommit checks an OffsetCommit against the group's membership, as
+// Kafka does: a group without members takes only simple commits
+// (generation -1); a group with members takes commits from its members at
+// its generation, and none while it waits for the leader's assignment.
+func (g *group) fenceCommit(memberID string, instanceID *string, generation int32) (*member, int16) {
+	if len(g.members) == 0 {
+		if generation != coordinator.NoGeneration {
+			return nil, kerr.IllegalGeneration.Code
+		}
+		return nil, 0
+	}
+	m, c := g.fenceMember(memberID, instanceID, generation)
+	if c != 0 {
+		return nil, c
+	}
+	if g.state == stateCompletingRebalance {
+		return nil, kerr.RebalanceInProgress.Code
+	}
+	return m, 0
+}
+
+// heartbeat keeps a member's session alive and tells it of a rebalance.
+func (h *Handler) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !validName(req.Group) {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	g := h.lookup(req.Group)
+	if g == nil {
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
+	defer g.mu.Unlock()
+	m, c := g.fenceMember(req.MemberID, req.InstanceID, req.Generation)
+	if c != 0 {
+		resp.ErrorCode = c
+		return resp
+	}
+	switch g.state {
+	case statePreparingRebalance:
+		resp.ErrorCode = kerr.RebalanceInProgress.Code
+		if m.join == nil {
+			g.heartbeat(m)
+		}
+	case stateCompletingRebalance, stateStable:
+		g.heartbeat(m)
+	default:
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+	}
+	return resp
+}
+
+// leaveGroup removes members (one before v3, a batch from v3) and starts
+// a rebalance for the rest.
+func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !validName(req.Group) {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	leaving := req.Members
+	if req.Version < 3 {
+		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
+	}
+	g := h.lookup(req.Group)
+	if g == nil {
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
+	defer g.mu.Unlock()
+	left := false
+	for _, l := range leaving {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID = l.MemberID, l.InstanceID
+		id := l.MemberID
+		if l.InstanceID != nil {
+			known, ok := g.static[*l.InstanceID]
+			switch {
+			case !ok:
+				rm.ErrorCode = kerr.UnknownMemberID.Code
+			case id != "" && id != known:
+				rm.ErrorCode = kerr.FencedInstanceID.Code
+			}
+			id = known
+		}
+		if rm.ErrorCode == 0 {
+			if m := g.members[id]; m != nil {
+				g.answerParked(m, kerr.UnknownMemberID.Code)
+				g.removeMember(m)
+				left = true
+			} else if tm, ok := g.pending[id]; ok {
+				h.timers.cancel(tm)
+				delete(g.pending, id)
+			} else {
+				rm.ErrorCode = kerr.UnknownMemberID.Code
+			}
+		}
+		resp.Members = append(resp.Members, rm)
+	}
+	if left {
+		g.startRebalance()
+	}
+	if req.Version < 3 {
+		resp.ErrorCode = resp.Members[0].ErrorCode
+		resp.Members = nil
+	}
+	return resp
+}
+
+// describe fills a DescribeGroups answer from the group's membership.
+func (g *group) describe(rg *kmsg.DescribeGroupsResponseGroup) {
+	rg.State = g.state.String()
+	rg.ProtocolType = g.protocolType
+	if g.state == stateStable {
+		rg.Protocol = g.protocol
+	}
+	for _, m := range g.members {
+		rm := kmsg.NewDescribeGroupsResponseGroupMember()
+		rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
+		if g.state == stateStable {
+			rm.ProtocolMetadata = m.metadata(g.protocol)
+			rm.MemberAssignment = m.assignment
+		}
+		rg.Members = append(rg.Members, rm)
+	}
+}
+
+// subscribed returns whether the members of a consumer group subscribe
+// to a topic, read from their join metadata. When a member's metadata
+// cannot be read every topic counts as subscribed: better to refuse a
+// delete than to delete offsets in use.
+func (g *group) subscribed() func(topic string) bool {
+	topics := map[string]bool{}
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadata(g.protocol)); err != nil {
+			return func(string) bool { return true }
+		}
+		for _, t := range meta.Topics {
+			topics[t] = true
+		}
+	}
+	return func(topic string) bool { return topics[topic] }
+}

@@ -1,0 +1,77 @@
+package kafka
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Broker names the Kafka broker that FindCoordinator answers with: the node
+// whose listener (or whose embedding broker) hands group and offset requests
+// to the Handler.
+type Broker struct {
+	NodeID int32
+	// Host and Port are where clients reach the broker. An empty Host is
+	// filled in by Server with the address each connection arrived at.
+	Host string
+	Port int32
+}
+
+// Options configures a Handler. Zero fields take the values of
+// DefaultOptions.
+type Options struct {
+	// Broker is the coordinator FindCoordinator returns for every group.
+	Broker Broker
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// member may ask for in JoinGroup (Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms).
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// Logger receives group events. Nil means slog.Default().
+	Logger *slog.Logger
+	// Observer, if set, is told about every request handled.
+	Observer Observer
+}
+
+// Observer receives one call per Kafka request answered, for metrics. It
+// must be quick and safe for concurrent use.
+type Observer interface {
+	// ObserveKafkaRequest reports a request by API name (OffsetCommit), the
+	// error its response carries by Kafka's name for it (NONE, or the first
+	// error of a group, topic or partition) and how long it took.
+	ObserveKafkaRequest(api, errorCode string, took time.Duration)
+}
+
+// DefaultOptions returns the options a Handler runs with unless told
+// otherwise: Kafka's default session-timeout bounds.
+func DefaultOptions() Options {
+	return Options{
+		MinSessionTimeout: 6 * time.Second,
+		MaxSessionTimeout: 30 * time.Minute,
+	}
+}
+
+func (o *Options) ensureDefaults() {
+	d := DefaultOptions()
+	if o.MinSessionTimeout == 0 {
+		o.MinSessionTimeout = d.MinSessionTimeout
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = d.MaxSessionTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.MinSessionTimeout < 0:
+		return fmt.Errorf("kafka: Options.MinSessionTimeout is %s, want > 0", o.MinSessionTimeout)
+	case o.MaxSessionTimeout < o.MinSessionTimeout:
+		return fmt.Errorf("kafka: Options.MaxSessionTimeout is %s, below MinSessionTimeout %s", o.MaxSessionTimeout, o.MinSessionTimeout)
+	case o.Broker.Port < 0:
+		return fmt.Errorf("kafka: Options.Broker.Port is %d", o.Broker.Port)
+	}
+	return nil
+}

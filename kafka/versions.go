@@ -1,0 +1,49 @@
+package kafka
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// versionRange is the versions of one API that offsetd serves.
+type versionRange struct{ min, max int16 }
+
+// handlerVersions is what Handler serves: the requests a group coordinator
+// answers. OffsetCommit and OffsetFetch stop at v9: v10 names topics by ID,
+// which offsetd does not store.
+var handlerVersions = map[int16]versionRange{
+	int16(kmsg.OffsetCommit):    {0, 9},
+	int16(kmsg.OffsetFetch):     {0, 9},
+	int16(kmsg.FindCoordinator): {0, 6},
+	int16(kmsg.JoinGroup):       {0, 9},
+	int16(kmsg.Heartbeat):       {0, 4},
+	int16(kmsg.LeaveGroup):      {0, 5},
+	int16(kmsg.SyncGroup):       {0, 5},
+	int16(kmsg.DescribeGroups):  {0, 6},
+	int16(kmsg.ListGroups):      {0, 5},
+	int16(kmsg.DeleteGroups):    {0, 3},
+	int16(kmsg.OffsetDelete):    {0, 0},
+}
+
+// serverVersions is what Server answers itself, beside handlerVersions.
+// SaslHandshake starts at v1: v0 sends the SASL tokens unframed.
+var serverVersions = map[int16]versionRange{
+	int16(kmsg.ApiVersions):      {0, 4},
+	int16(kmsg.Metadata):         {0, 12},
+	int16(kmsg.SASLHandshake):    {1, 1},
+	int16(kmsg.SASLAuthenticate): {0, 2},
+}
+
+// Supported returns the request keys Handler serves with their lowest and
+// highest versions, for a broker that embeds it to advertise in its own
+// ApiVersions response.
+func Supported() map[int16][2]int16 {
+	out := make(map[int16][2]int16, len(handlerVersions))
+	for k, v := range handlerVersions {
+		out[k] = [2]int16{v.min, v.max}
+	}
+	return out
+}
+
+// supports reports whether vs serves req's key at req's version.
+func supports(vs map[int16]versionRange, req kmsg.Request) bool {
+	v, ok := vs[req.Key()]
+	return ok && req.GetVersion() >= v.min && req.GetVersion() <= v.max
+}
