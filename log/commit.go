@@ -143,7 +143,7 @@ func (c *Committer) run() {
 	var spare []*waiter
 	for range c.wake {
 		for {
-			runtime.Gosched() // let writers woken by the last batch queue their next
+			c.gather()
 			c.mu.Lock()
 			n, bytes := 0, 0
 			for n < len(c.queue) && (n == 0 || bytes+c.queue[n].bytes <= c.maxBytes) {
@@ -168,6 +168,34 @@ func (c *Committer) run() {
 		}
 	}
 }
+
+// gather yields while the queue keeps growing, a few times at most, before
+// a batch is taken: the callers answered by the last batch apply it and
+// queue their next within microseconds, and those that are runnable then
+// join this fsync instead of waiting a whole one more. A lone caller costs
+// one yield with nothing else to run.
+func (c *Committer) gather() {
+	c.mu.Lock()
+	n := len(c.queue)
+	c.mu.Unlock()
+	for range maxGatherYields {
+		runtime.Gosched()
+		c.mu.Lock()
+		grew := len(c.queue) > n
+		n = len(c.queue)
+		c.mu.Unlock()
+		if !grew {
+			return
+		}
+	}
+}
+
+// maxGatherYields bounds gather's yields. With 64 committers in 64 groups
+// (TestGroupCommitAcrossPartitions' load), no yield gave 15 commits per
+// fsync, one 23, and up to eight 24: the rest of the way to the 32 of a
+// bare group commit would take a partition's next batch forming while its
+// last one syncs.
+const maxGatherYields = 8
 
 // append writes the entries of every waiter in batch as one batch, syncs if
 // one of them asked for it, and answers them all.
