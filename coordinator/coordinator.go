@@ -209,32 +209,33 @@ func (c *Coordinator) Close() error {
 	return errors.Join(errs...)
 }
 
-// submit queues a request on partition p and waits for its answer. A request
-// whose ctx ends while it waits is answered with ctx's error; it may still
-// have been written.
-func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (uint64, error) {
+// submit queues a request on partition p and waits for its result. A
+// request whose ctx ends while it waits is answered with ctx's error; it may
+// still be written. The request's output travels only in the result, so a
+// caller that gave up shares no memory with the writer.
+func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (result, error) {
 	if err := p.ready(); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	r.ctx = ctx
 	r.done = make(chan result, 1)
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
-		return 0, ErrClosed
+		return result{}, ErrClosed
 	}
 	select {
 	case p.reqs <- r:
 	case <-ctx.Done():
 		c.mu.RUnlock()
-		return 0, ctx.Err()
+		return result{}, ctx.Err()
 	}
 	c.mu.RUnlock()
 	select {
 	case res := <-r.done:
-		return res.index, res.err
+		return res, res.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return result{}, ctx.Err()
 	}
 }
 

@@ -55,6 +55,7 @@ func (c *Coordinator) CreateStaticTopic(ctx context.Context, topic, scope string
 	if err != nil {
 		return statictopic.Mapping{}, err
 	}
+	brokers = slices.Clone(brokers) // read by the writer, maybe after the caller gave up
 	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored != nil && stored.TotalQueues == totalQueues {
 			return *stored, errNoChange
@@ -76,6 +77,7 @@ func (c *Coordinator) RemapStaticTopic(ctx context.Context, topic, scope string,
 	if err != nil {
 		return statictopic.Mapping{}, err
 	}
+	moves = slices.Clone(moves) // read by the writer, maybe after the caller gave up
 	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored == nil {
 			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
@@ -125,40 +127,38 @@ func (c *Coordinator) checkTopicScope(topic, scope string) (statictopic.Scope, e
 // mappings in other scopes, and writes it.
 func (c *Coordinator) changeMapping(ctx context.Context, topic string, sc statictopic.Scope,
 	change func(stored *statictopic.Mapping, nowMillis int64) (statictopic.Mapping, error)) (statictopic.Mapping, error) {
-	var out statictopic.Mapping
-	_, err := c.submit(ctx, c.topicPartition(topic), &request{
+	res, err := c.submit(ctx, c.topicPartition(topic), &request{
 		typ:        recMapping,
 		readsState: true,
-		build: func(p *partition, dst []byte) ([]byte, error) {
+		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			var stored *statictopic.Mapping
 			if m, ok := p.mappings.Get(topic, sc.String()); ok {
 				stored = &m
 			}
 			m, err := change(stored, c.opts.Now().UnixMilli())
 			if errors.Is(err, errNoChange) {
-				out = m.Clone()
-				return nil, err
+				return nil, m.Clone(), err
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := statictopic.CheckScopeConflict(topic, sc, p.mappings.Topic(topic, nil)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := m.Validate(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			b, err := json.Marshal(m)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out = m.Clone()
-			return append(dst, b...), nil
+			return append(dst, b...), m.Clone(), nil
 		},
 	})
 	if errors.Is(err, errNoChange) {
 		err = nil
 	}
+	out, _ := res.out.(statictopic.Mapping)
 	return out, err
 }
 
@@ -238,8 +238,8 @@ func (c *Coordinator) SetGlobalRead(ctx context.Context, scope string, enabled b
 	}
 	_, err = c.submit(ctx, c.topicPartition(sc.String()), &request{
 		typ: recGlobalRead,
-		build: func(_ *partition, dst []byte) ([]byte, error) {
-			return encodeGlobalRead(dst, sc.String(), enabled), nil
+		build: func(_ *partition, dst []byte) ([]byte, any, error) {
+			return encodeGlobalRead(dst, sc.String(), enabled), nil, nil
 		},
 	})
 	return err
