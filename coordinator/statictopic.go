@@ -48,8 +48,9 @@ func parseScope(scope string) (statictopic.Scope, error) {
 // CreateStaticTopic creates topic in scope with totalQueues logic queues,
 // spread evenly over brokers (least-loaded first), each on a fresh physical
 // queue. Called again with a larger totalQueues it grows the topic; with the
-// same count it returns the stored mapping and writes nothing; a smaller
-// count is an error.
+// same count and brokers it returns the stored mapping and writes nothing
+// (with other brokers it fails with statictopic.ErrTopicExists, see
+// statictopic.CheckRecreate); a smaller count is an error.
 func (c *Coordinator) CreateStaticTopic(ctx context.Context, topic, scope string, totalQueues int32, brokers []string) (statictopic.Mapping, error) {
 	sc, err := c.checkTopicScope(topic, scope)
 	if err != nil {
@@ -58,6 +59,9 @@ func (c *Coordinator) CreateStaticTopic(ctx context.Context, topic, scope string
 	brokers = slices.Clone(brokers) // read by the writer, maybe after the caller gave up
 	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored != nil && stored.TotalQueues == totalQueues {
+			if err := statictopic.CheckRecreate(*stored, brokers); err != nil {
+				return statictopic.Mapping{}, err
+			}
 			return *stored, errNoChange
 		}
 		var old int64

@@ -16,6 +16,9 @@ var (
 	ErrEpochConflict = errors.New("statictopic: epoch conflict")
 	// ErrScopeConflict reports a topic name already used in an overlapping scope.
 	ErrScopeConflict = errors.New("statictopic: scope conflict")
+	// ErrTopicExists reports a create request for a topic that exists with
+	// the requested queue count but on other brokers.
+	ErrTopicExists = errors.New("statictopic: topic exists with other brokers")
 	// ErrNotFound reports a logic queue, physical queue or route that does not exist.
 	ErrNotFound = errors.New("statictopic: not found")
 )
