@@ -45,7 +45,7 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makeDir(dir, opts.syncDir); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(dir)

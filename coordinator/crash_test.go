@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,4 +262,26 @@ func TestCrashChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestOpenSyncsNewDirectories checks what a SIGKILL cannot show: Open syncs
+// the parent of every directory it creates, so a machine crash right after
+// creation cannot lose the data directory's entry.
+func TestOpenSyncsNewDirectories(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "data")
+	var synced []string
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.syncDir = func(d string) error {
+		synced = append(synced, d)
+		return syncDir(d)
+	}
+	c := mustOpen(t, dir, opts)
+	defer c.Close()
+	for _, parent := range []string{root, filepath.Join(root, "a")} {
+		if !slices.Contains(synced, parent) {
+			t.Errorf("%s was not synced after its new entry was created (synced: %v)", parent, synced)
+		}
+	}
 }

@@ -57,6 +57,9 @@ type Options struct {
 	// for metrics. Its methods are called from the partitions' goroutines
 	// and must be quick.
 	Observer Observer
+
+	// syncDir syncs a directory; tests replace it to see which are synced.
+	syncDir func(dir string) error
 }
 
 // Observer receives measurements of the write path and of loading.
@@ -99,6 +102,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.syncDir == nil {
+		o.syncDir = syncDir
 	}
 	if o.SnapshotBytes == 0 {
 		o.SnapshotBytes = DefaultOptions().SnapshotBytes
