@@ -52,7 +52,7 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := loadOrCreateMeta(dir, opts.Partitions); err != nil {
+	if opts.Partitions, err = loadOrCreateMeta(dir, opts.Partitions); err != nil {
 		lock.Close()
 		return nil, err
 	}

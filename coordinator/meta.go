@@ -1,69 +1,199 @@
 package coordinator
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/offsetd/offsetd/partitioner"
 )
 
 // metaFile records what a data directory was created with. The partition
-// count and hash decide where every record lives, so they can never change.
+// count and hash decide where every record lives, so they can never change;
+// a missing or damaged meta file over existing data refuses to open rather
+// than guess them.
 const metaFile = "offsetd.meta"
 
-// formatVersion is the version of the data directory's layout.
-const formatVersion = 1
+// metaVersion is the version of the meta file's own encoding. Version 2
+// added Version and Checksum; a file without them (written by offsetd
+// before they existed) is read as version 1 and rewritten at Open.
+const metaVersion = 2
 
+// dataFormat is the version of the data directory's layout: the files of
+// the logs and snapshots and their framing. A build opens only its own
+// layout; a change of layout bumps it.
+const dataFormat = 1
+
+// meta is the meta file: one line of JSON. Checksum is the CRC-32C of the
+// JSON of the other fields (Checksum zero), so a flipped digit is damage,
+// not another partition count.
 type meta struct {
+	Version    int    `json:"version"`
 	Format     int    `json:"format"`
 	Partitions int    `json:"partitions"`
 	Hash       string `json:"hash"`
+	Checksum   uint32 `json:"crc32c"`
 }
 
-// loadOrCreateMeta reads dir's meta file, or writes one for a new directory,
-// and checks it against the options.
-func loadOrCreateMeta(dir string, partitions int) error {
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (m meta) sum() uint32 {
+	m.Checksum = 0
+	b, _ := json.Marshal(m)
+	return crc32.Checksum(b, castagnoli)
+}
+
+func (m meta) encode() []byte {
+	m.Checksum = m.sum()
+	b, _ := json.Marshal(m)
+	return append(b, '\n')
+}
+
+// decodeMeta parses and checks a meta file's bytes. legacy reports a file
+// of version 1, which has no checksum.
+func decodeMeta(path string, b []byte) (m meta, legacy bool, err error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&m); err != nil {
+		return meta{}, false, fmt.Errorf("%w: meta file %s does not parse: %v", ErrCorrupt, path, err)
+	}
+	if d.More() {
+		return meta{}, false, fmt.Errorf("%w: meta file %s has data after its record", ErrCorrupt, path)
+	}
+	switch {
+	case m.Version == 0 && m.Checksum == 0:
+		legacy = true
+	case m.Version != metaVersion:
+		return meta{}, false, fmt.Errorf("%w: meta file %s has version %d; this build reads versions 1 and %d", ErrFormat, path, m.Version, metaVersion)
+	case m.Checksum != m.sum():
+		return meta{}, false, fmt.Errorf("%w: meta file %s fails its checksum (crc32c %08x, stored %08x)", ErrCorrupt, path, m.sum(), m.Checksum)
+	}
+	if m.Format != dataFormat {
+		return meta{}, false, fmt.Errorf("%w: %s says data format %d; this build reads format %d", ErrFormat, path, m.Format, dataFormat)
+	}
+	if m.Hash != partitioner.Hash {
+		return meta{}, false, fmt.Errorf("%w: %s says hash %q; this build uses %q", ErrHashMismatch, path, m.Hash, partitioner.Hash)
+	}
+	if m.Partitions < 1 || m.Partitions > partitioner.MaxPartitions {
+		return meta{}, false, fmt.Errorf("%w: meta file %s says %d partitions (want 1..%d)", ErrCorrupt, path, m.Partitions, partitioner.MaxPartitions)
+	}
+	return m, legacy, nil
+}
+
+// readMeta reads and checks dir's meta file. A directory without one fails
+// with an error wrapping fs.ErrNotExist when it holds no data (it is new),
+// and with ErrCorrupt when it does: its partition count is then unknown. A
+// version 1 file, which has no checksum, is checked against the partition
+// directories that exist.
+func readMeta(dir string) (m meta, legacy bool, err error) {
 	path := filepath.Join(dir, metaFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		m := meta{Format: formatVersion, Partitions: partitions, Hash: partitioner.Hash}
-		b, _ := json.Marshal(m)
-		return writeFileAtomic(path, append(b, '\n'))
+		if data, derr := dataEntries(dir); derr != nil {
+			return meta{}, false, derr
+		} else if len(data) > 0 {
+			return meta{}, false, fmt.Errorf("%w: meta file %s is missing but the directory holds data (%s): its partition count is unknown; restore the file",
+				ErrCorrupt, path, strings.Join(data, ", "))
+		}
+		return meta{}, false, err
 	}
 	if err != nil {
-		return err
+		return meta{}, false, err
 	}
-	var m meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	if m, legacy, err = decodeMeta(path, b); err != nil || !legacy {
+		return m, legacy, err
 	}
-	if m.Format != formatVersion {
-		return fmt.Errorf("coordinator: %s: unsupported format %d (want %d)", path, m.Format, formatVersion)
+	// Without a checksum, a damaged count shows only against the
+	// partitions that hold data.
+	if n, err := PartitionsOnDisk(dir); err != nil {
+		return meta{}, false, err
+	} else if n > m.Partitions {
+		return meta{}, false, fmt.Errorf("%w: meta file %s says %d partitions but %s exists",
+			ErrCorrupt, path, m.Partitions, filepath.Base(PartitionDir(dir, n-1)))
 	}
-	if m.Hash != partitioner.Hash {
-		return fmt.Errorf("%w: %s says hash %q, this build uses %q", ErrPartitionMismatch, path, m.Hash, partitioner.Hash)
-	}
-	if m.Partitions != partitions {
-		return fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
-	}
-	return nil
+	return m, true, nil
 }
 
-// ReadPartitions returns the partition count a data directory was created
-// with, so that tools can open it without being told.
-func ReadPartitions(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+// dataEntries lists what dir holds besides its lock and a meta file being
+// written: a directory with none is new.
+func dataEntries(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if name := e.Name(); name != "LOCK" && name != metaFile+".tmp" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// loadOrCreateMeta reads dir's meta file, or writes one for a new
+// directory, checks it against partitions (0: take the directory's own, or
+// the default for a new one) and returns the directory's partition count.
+// A version 1 file is rewritten in the current version.
+func loadOrCreateMeta(dir string, partitions int) (int, error) {
+	path := filepath.Join(dir, metaFile)
+	m, legacy, err := readMeta(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if partitions == 0 {
+			partitions = DefaultOptions().Partitions
+		}
+		m := meta{Version: metaVersion, Format: dataFormat, Partitions: partitions, Hash: partitioner.Hash}
+		return partitions, writeFileAtomic(path, m.encode())
+	}
 	if err != nil {
 		return 0, err
 	}
-	var m meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, metaFile, err)
+	if partitions != 0 && m.Partitions != partitions {
+		return 0, fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
+	}
+	if legacy {
+		m.Version = metaVersion
+		if err := writeFileAtomic(path, m.encode()); err != nil {
+			return 0, fmt.Errorf("coordinator: rewriting %s in version %d: %w", path, metaVersion, err)
+		}
+	}
+	return m.Partitions, nil
+}
+
+// PartitionsOnDisk returns one more than the highest partition number that
+// has a directory in dir (0 if none does), for tools that inspect a data
+// directory whose meta file is damaged.
+func PartitionsOnDisk(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	high := -1
+	for _, e := range entries {
+		var i int
+		if n, err := fmt.Sscanf(e.Name(), "p%04d", &i); err == nil && n == 1 && e.IsDir() && e.Name() == filepath.Base(PartitionDir(dir, i)) {
+			high = max(high, i)
+		}
+	}
+	return high + 1, nil
+}
+
+// ReadPartitions returns the partition count a data directory was created
+// with, so that tools can open it without being told. It checks the meta
+// file as Open does: a new directory fails with an error wrapping
+// fs.ErrNotExist; a missing meta file over data, or a damaged one, with
+// ErrCorrupt; another hash with ErrHashMismatch; another format with
+// ErrFormat.
+func ReadPartitions(dir string) (int, error) {
+	m, _, err := readMeta(dir)
+	if err != nil {
+		return 0, err
 	}
 	return m.Partitions, nil
 }

@@ -121,8 +121,8 @@ func (c *Coordinator) validateCommit(group string, generation int32, offsets []O
 		if o.LeaderEpoch < -1 {
 			return fmt.Errorf("%w: offsets[%d]: leader epoch %d (at least -1)", ErrInvalid, i, o.LeaderEpoch)
 		}
-		if len(o.Metadata) > c.opts.MaxMetadataBytes {
-			return fmt.Errorf("%w: offsets[%d]: metadata of %d bytes (at most %d)", ErrInvalid, i, len(o.Metadata), c.opts.MaxMetadataBytes)
+		if limit := max(c.opts.MaxMetadataBytes, 0); len(o.Metadata) > limit {
+			return fmt.Errorf("%w: offsets[%d]: metadata of %d bytes (at most %d)", ErrInvalid, i, len(o.Metadata), limit)
 		}
 		if !utf8.ValidString(o.Metadata) {
 			return fmt.Errorf("%w: offsets[%d]: metadata is not valid UTF-8", ErrInvalid, i)

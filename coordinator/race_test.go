@@ -96,7 +96,7 @@ func TestCancelWhileBuilding(t *testing.T) {
 			opts := testOptions()
 			opts.Partitions = 2
 			opts.Now = gate.now
-			opts.Retention = 0 // the sweeper would read the clock too
+			opts.Retention = KeepForever // the sweeper would read the clock too
 			c := mustOpen(t, t.TempDir(), opts)
 			defer c.Close()
 			bg := context.Background()

@@ -15,7 +15,7 @@ const maxExpirePerRecord = 1000
 // partition keeps all of them. Deletions are tombstone records of at most
 // 1000 groups each. It returns how many groups expired. The coordinator runs
 // it every Options.RetentionCheckInterval; it does nothing when Retention
-// is 0.
+// is KeepForever.
 func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
 	if c.opts.Retention <= 0 {
 		return 0, nil

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,24 +29,33 @@ var (
 // openDataDir parses the arguments of verify and dump (DIR after the
 // flags) and returns the directory and its partition count.
 func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, int, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", 0, err
-		}
-		return "", 0, fmt.Errorf("%w: %v", errUsage, err)
+	dir, err := parseDataDir(fs, args, stderr)
+	if err != nil {
+		return "", 0, err
 	}
-	if fs.NArg() != 1 {
-		return "", 0, fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
-	}
-	dir := fs.Arg(0)
 	n, err := coordinator.ReadPartitions(dir)
 	if err != nil {
-		return "", 0, fmt.Errorf("%s is not an offsetd data directory: %w", dir, err)
+		return "", 0, fmt.Errorf("%s is not a readable offsetd data directory: %w", dir, err)
 	}
+	return dir, n, nil
+}
+
+// parseDataDir parses the arguments of verify and dump and returns DIR.
+func parseDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return "", fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
+	}
+	dir := fs.Arg(0)
 	if inUse(dir) {
 		fmt.Fprintf(stderr, "offsetd: note: a server has %s open; its newest entries may be mid-write\n", dir)
 	}
-	return dir, n, nil
+	return dir, nil
 }
 
 // inUse reports whether a coordinator holds dir's lock.
@@ -68,14 +78,30 @@ func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, "usage: offsetd verify DIR\n") }
-	dir, n, err := openDataDir(fs, args, stderr)
+	dir, err := parseDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)
 	}
+	n, metaErr := coordinator.ReadPartitions(dir)
+	if errors.Is(metaErr, iofs.ErrNotExist) {
+		return usageStatus(fmt.Errorf("%s is not an offsetd data directory: %w", dir, metaErr), stderr)
+	}
+	damaged := 0
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	fmt.Fprintf(out, "%s: %s\n", dir, plural(n, "partition"))
-	damaged := 0
+	if metaErr != nil {
+		// Open refuses such a directory; the partitions found on disk
+		// are still checked.
+		damaged++
+		fmt.Fprintf(out, "META: %v\n", metaErr)
+		if n, err = coordinator.PartitionsOnDisk(dir); err != nil {
+			fmt.Fprintf(out, "verify: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(out, "%s: %s found on disk\n", dir, plural(n, "partition"))
+	} else {
+		fmt.Fprintf(out, "%s: %s\n", dir, plural(n, "partition"))
+	}
 	for i := range n {
 		pdir := partitionDir(dir, i)
 		counts := map[byte]int{}

@@ -69,6 +69,9 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	copts.SegmentSize = int(cfg.segmentSize)
 	copts.SnapshotBytes = int64(cfg.snapshotBytes)
 	copts.Retention = cfg.retention
+	if cfg.retention == 0 {
+		copts.Retention = coordinator.KeepForever // -retention 0 keeps groups forever
+	}
 	copts.UnsafeNoSync = cfg.unsafeNoSync
 	copts.LoadInBackground = true // /healthz answers while the logs replay
 	copts.Logger = logger
