@@ -114,7 +114,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	hs.RegisterOnShutdown(s.Close)
+	hs.RegisterOnShutdown(s.EndLongPolls)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"
@@ -161,6 +161,8 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		logger.Warn("requests still in flight at the end of the grace period", "err", err)
 		hs.Close()
 	}
+	// Only now: requests in flight during Shutdown still use the cache.
+	s.Close()
 	runErr = errors.Join(runErr, closeCoordinator())
 	if runErr == nil {
 		logger.Info("stopped")
