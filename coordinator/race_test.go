@@ -43,16 +43,16 @@ func TestCancelWhileBuilding(t *testing.T) {
 		name string
 		// call makes the request with ctx, then returns a func that
 		// reuses the request's inputs as a caller may after giving up.
-		call func(ctx context.Context, c *Coordinator) (error, func())
+		call func(ctx context.Context, c *Coordinator) (func(), error)
 		// check verifies that what was written is what was asked.
 		check func(t *testing.T, c *Coordinator)
 	}{
 		{
 			name: "remap",
-			call: func(ctx context.Context, c *Coordinator) (error, func()) {
+			call: func(ctx context.Context, c *Coordinator) (func(), error) {
 				moves := []statictopic.QueueMove{{QueueID: 0, ToBroker: "b3", OldLeaderMaxOffset: 10}}
 				m, err := c.RemapStaticTopic(ctx, "orders", "clusterA", moves)
-				return err, func() { moves[0].ToBroker = "b9"; m.Epoch++ }
+				return func() { moves[0].ToBroker = "b9"; m.Epoch++ }, err
 			},
 			check: func(t *testing.T, c *Coordinator) {
 				items := mustMapping(t, c, "orders", "clusterA").Queues[0]
@@ -63,10 +63,10 @@ func TestCancelWhileBuilding(t *testing.T) {
 		},
 		{
 			name: "create",
-			call: func(ctx context.Context, c *Coordinator) (error, func()) {
+			call: func(ctx context.Context, c *Coordinator) (func(), error) {
 				brokers := []string{"c1", "c2"}
 				m, err := c.CreateStaticTopic(ctx, "fresh", "clusterA", 2, brokers)
-				return err, func() { brokers[0], brokers[1] = "x1", "x2"; m.TotalQueues++ }
+				return func() { brokers[0], brokers[1] = "x1", "x2"; m.TotalQueues++ }, err
 			},
 			check: func(t *testing.T, c *Coordinator) {
 				m := mustMapping(t, c, "fresh", "clusterA")
@@ -77,10 +77,10 @@ func TestCancelWhileBuilding(t *testing.T) {
 		},
 		{
 			name: "commit",
-			call: func(ctx context.Context, c *Coordinator) (error, func()) {
+			call: func(ctx context.Context, c *Coordinator) (func(), error) {
 				offsets := []OffsetCommit{{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: -1}}
 				_, err := c.CommitGeneration(ctx, "g", NoGeneration, offsets)
-				return err, func() { offsets[0].Topic, offsets[0].Offset = "u", 6 }
+				return func() { offsets[0].Topic, offsets[0].Offset = "u", 6 }, err
 			},
 			check: func(t *testing.T, c *Coordinator) {
 				got, _ := c.FetchGroup("g")
@@ -112,7 +112,7 @@ func TestCancelWhileBuilding(t *testing.T) {
 			}
 			answered := make(chan answer, 1)
 			go func() {
-				err, reuse := tc.call(ctx, c)
+				reuse, err := tc.call(ctx, c)
 				answered <- answer{err, reuse}
 			}()
 			<-gate.entered // the writer is building the request
