@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -63,7 +64,13 @@ func TestMetaDamage(t *testing.T) {
 			return []byte(strings.Replace(string(b), `"partitions":4`, `"partitions":6`, 1))
 		}, ErrCorrupt, "checksum"},
 		{"checksum flipped", func(b []byte) []byte {
-			return []byte(strings.Replace(string(b), `"crc32c":`, `"crc32c":1`, 1))
+			var m meta
+			if err := json.Unmarshal(b, &m); err != nil {
+				panic(err)
+			}
+			m.Checksum ^= 1
+			out, _ := json.Marshal(m)
+			return out
 		}, ErrCorrupt, "checksum"},
 		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }, ErrCorrupt, "does not parse"},
 		{"empty", func([]byte) []byte { return nil }, ErrCorrupt, "does not parse"},
