@@ -92,7 +92,7 @@ func startHTTP(dir string, callers int, cacheBytes int64) (*httpStore, error) {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
-	hs.RegisterOnShutdown(srv.Close)
+	hs.RegisterOnShutdown(srv.EndLongPolls)
 	h := &httpStore{coord: c, srv: srv, hs: hs, served: make(chan error, 1), base: "http://" + ln.Addr().String()}
 	go func() { h.served <- hs.Serve(ln) }()
 

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/ristretto/v2"
 )
@@ -24,9 +25,15 @@ const ResponseEntryOverhead = 256
 // entry; Get compares the whole key, so a hash collision inside ristretto
 // is a miss, not another key's bytes.
 //
-// A nil *Responses is a valid cache that holds nothing.
+// A nil *Responses is a valid cache that holds nothing. It is safe for
+// concurrent use, Close included.
 type Responses struct {
 	c *ristretto.Cache[string, response]
+	// mu makes Close wait for the calls in progress: ristretto's Close
+	// closes its buffer before it marks itself closed, so a Set running
+	// meanwhile would send on a closed channel and panic.
+	mu     sync.RWMutex
+	closed bool // guarded by mu
 }
 
 type response struct {
@@ -66,6 +73,11 @@ func (r *Responses) Get(key string) ([]byte, bool) {
 	if r == nil {
 		return nil, false
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return nil, false
+	}
 	v, ok := r.c.Get(key)
 	if !ok || v.key != key {
 		return nil, false
@@ -80,21 +92,37 @@ func (r *Responses) Set(key string, body []byte) {
 	if r == nil {
 		return
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return
+	}
 	r.c.Set(key, response{key: key, body: body}, int64(len(key)+len(body)+ResponseEntryOverhead))
 }
 
 // Wait blocks until every Set so far has been applied or dropped; tests
 // use it to make a following Get deterministic.
 func (r *Responses) Wait() {
-	if r != nil {
+	if r == nil {
+		return
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.closed {
 		r.c.Wait()
 	}
 }
 
-// Close stops the cache's goroutines and frees its memory. Get and Set
-// afterwards miss and do nothing.
+// Close stops the cache's goroutines and frees its memory, once the calls
+// in progress have returned. Get and Set afterwards miss and do nothing.
 func (r *Responses) Close() {
-	if r != nil {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.closed = true
 		r.c.Close()
 	}
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -104,5 +105,43 @@ func TestNilResponses(t *testing.T) {
 	r.Close()
 	if _, err := NewResponses(0); err == nil {
 		t.Fatal("NewResponses(0) succeeded")
+	}
+}
+
+// Close may run while other goroutines still Set, Get and Wait (a server
+// closed with requests in flight): they must miss or do nothing, never
+// panic on ristretto's closed buffer.
+func TestResponsesCloseWhileInUse(t *testing.T) {
+	for range 20 {
+		r, err := NewResponses(1 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					key := ResponseKey('g', uint64(i), fmt.Sprint(w))
+					r.Set(key, []byte("body"))
+					r.Get(key)
+				}
+			}()
+		}
+		r.Close()
+		r.Set("k", []byte("v"))
+		r.Wait()
+		if _, ok := r.Get("k"); ok {
+			t.Fatal("a closed cache returned a hit")
+		}
+		close(stop)
+		wg.Wait()
 	}
 }

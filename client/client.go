@@ -92,6 +92,9 @@ type reply struct {
 // do sends c, retrying a 503, and returns a 2xx or 304 reply, or the
 // server's error as an *Error.
 func (c *Client) do(ctx context.Context, req call) (reply, error) {
+	if err := checkUTF8(req); err != nil {
+		return reply{}, err
+	}
 	var body []byte
 	if req.body != nil {
 		var err error

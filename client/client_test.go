@@ -150,6 +150,22 @@ func TestErrors(t *testing.T) {
 	if _, err := c.Commit(ctx, "", -1, []client.OffsetCommit{{Topic: "t"}}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("empty group: %v", err)
 	}
+	// A string that is not UTF-8 (here a lone surrogate in WTF-8) would
+	// be sent as U+FFFD: refused before sending, as the server refuses
+	// its JSON escape.
+	lone := "t\xed\xa0\x80"
+	if _, err := c.Commit(ctx, "g", -1, []client.OffsetCommit{{Topic: lone}}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("topic %q: %v", lone, err)
+	}
+	if _, err := c.Commit(ctx, "g", -1, []client.OffsetCommit{{Topic: "t", Metadata: lone}}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("metadata %q: %v", lone, err)
+	}
+	if _, err := c.CreateStaticTopic(ctx, "L", "c1", 1, []string{lone}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("broker %q: %v", lone, err)
+	}
+	if o, _ := c.GroupOffsets(ctx, "g", ""); len(o.Offsets) != 1 {
+		t.Fatalf("group g after refused commits: %+v", o)
+	}
 	if _, err := c.StaticTopic(ctx, "nope", "c1"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("missing static topic: %v", err)
 	}

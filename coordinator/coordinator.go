@@ -54,7 +54,7 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makeDir(dir, opts.syncDir); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(dir)
@@ -70,13 +70,14 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 }
 
 func open(dir string, opts Options, lock *os.File) (*Coordinator, error) {
-	format, err := loadOrCreateMeta(dir, opts.Partitions)
-	if err != nil {
+	var format int
+	var err error
+	if opts.Partitions, format, err = loadOrCreateMeta(dir, opts.Partitions); err != nil {
 		return nil, err
 	}
 	if format == format1 {
 		if err := upgradeFormat1(dir, opts); err != nil {
-			return nil, fmt.Errorf("coordinator: converting %s to format %d: %w", dir, formatVersion, err)
+			return nil, fmt.Errorf("coordinator: converting %s to format %d: %w", dir, dataFormat, err)
 		}
 	}
 	part, _ := partitioner.New(opts.Partitions)
@@ -213,32 +214,33 @@ func (c *Coordinator) closeAll() error {
 	return errors.Join(errs...)
 }
 
-// submit queues a request on partition p and waits for its answer. A request
-// whose ctx ends while it waits is answered with ctx's error; it may still
-// have been written.
-func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (uint64, error) {
+// submit queues a request on partition p and waits for its result. A
+// request whose ctx ends while it waits is answered with ctx's error; it may
+// still be written. The request's output travels only in the result, so a
+// caller that gave up shares no memory with the writer.
+func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (result, error) {
 	if err := p.ready(); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	r.ctx = ctx
 	r.done = make(chan result, 1)
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
-		return 0, ErrClosed
+		return result{}, ErrClosed
 	}
 	select {
 	case p.reqs <- r:
 	case <-ctx.Done():
 		c.mu.RUnlock()
-		return 0, ctx.Err()
+		return result{}, ctx.Err()
 	}
 	c.mu.RUnlock()
 	select {
 	case res := <-r.done:
-		return res.index, res.err
+		return res, res.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return result{}, ctx.Err()
 	}
 }
 

@@ -296,3 +296,43 @@ func TestWatchGroup(t *testing.T) {
 		t.Fatalf("version did not grow: %d → %d", v0, v1)
 	}
 }
+
+// TestZeroOptionsMeanDefaults opens with the zero Options: every field takes
+// its default, as DefaultOptions states it, and metadata up to the default
+// limit is accepted.
+func TestZeroOptionsMeanDefaults(t *testing.T) {
+	var zero Options
+	zero.Logger = testOptions().Logger
+	c := mustOpen(t, t.TempDir(), zero)
+	defer c.Close()
+	d := DefaultOptions()
+	got := c.opts
+	if got.Partitions != d.Partitions || got.SegmentSize != d.SegmentSize || got.MaxMetadataBytes != d.MaxMetadataBytes ||
+		got.SnapshotBytes != d.SnapshotBytes || got.Retention != d.Retention || got.RetentionCheckInterval != d.RetentionCheckInterval ||
+		got.Now == nil || got.UnsafeNoSync || got.LoadInBackground {
+		t.Fatalf("zero options became %+v, want the defaults %+v", got, d)
+	}
+	ctx := context.Background()
+	if err := c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Metadata: strings.Repeat("m", d.MaxMetadataBytes)}}); err != nil {
+		t.Fatalf("metadata at the default limit: %v", err)
+	}
+	if err := c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Metadata: strings.Repeat("m", d.MaxMetadataBytes+1)}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("metadata over the default limit = %v, want ErrInvalid", err)
+	}
+}
+
+// TestNoMetadata switches metadata off explicitly: any non-empty string is
+// refused, an empty one is not.
+func TestNoMetadata(t *testing.T) {
+	opts := testOptions()
+	opts.MaxMetadataBytes = NoMetadata
+	c := mustOpen(t, t.TempDir(), opts)
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Metadata: "m"}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("metadata with NoMetadata = %v, want ErrInvalid", err)
+	}
+	if err := c.Commit(ctx, "g", []OffsetCommit{{Topic: "t"}}); err != nil {
+		t.Fatalf("no metadata with NoMetadata: %v", err)
+	}
+}

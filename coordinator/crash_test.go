@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,8 +256,14 @@ func TestCrashChild(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		ctx := context.Background()
-		if _, err := c.CreateStaticTopic(ctx, crashTopic, "clusterA", 4, []string{"b1", "b2"}); err != nil {
+		// Created by the first cycle; the remaps of later cycles have
+		// moved its queues, so creating it again would be a conflict.
+		if _, ok, err := c.StaticTopic(crashTopic, "clusterA"); err != nil {
 			panic(err)
+		} else if !ok {
+			if _, err := c.CreateStaticTopic(ctx, crashTopic, "clusterA", 4, []string{"b1", "b2"}); err != nil {
+				panic(err)
+			}
 		}
 		for i := range 10 {
 			m, _, err := c.StaticTopic(crashTopic, "clusterA")
@@ -307,4 +315,26 @@ func TestCrashChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestOpenSyncsNewDirectories checks what a SIGKILL cannot show: Open syncs
+// the parent of every directory it creates, so a machine crash right after
+// creation cannot lose the data directory's entry.
+func TestOpenSyncsNewDirectories(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "data")
+	var synced []string
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.syncDir = func(d string) error {
+		synced = append(synced, d)
+		return syncDir(d)
+	}
+	c := mustOpen(t, dir, opts)
+	defer c.Close()
+	for _, parent := range []string{root, filepath.Join(root, "a")} {
+		if !slices.Contains(synced, parent) {
+			t.Errorf("%s was not synced after its new entry was created (synced: %v)", parent, synced)
+		}
+	}
 }

@@ -17,8 +17,14 @@ var (
 	// to replay; it is the log's corruption error.
 	ErrCorrupt = log.ErrCorrupt
 	// ErrPartitionMismatch reports a data directory created with another
-	// partition count or hash.
+	// partition count.
 	ErrPartitionMismatch = errors.New("coordinator: partition count mismatch")
+	// ErrHashMismatch reports a data directory whose records were placed by
+	// another partition hash than this build's.
+	ErrHashMismatch = errors.New("coordinator: partition hash mismatch")
+	// ErrFormat reports a data directory or meta file in a format this
+	// build does not read (written by another version of offsetd).
+	ErrFormat = errors.New("coordinator: unsupported data format")
 	// ErrNotFound reports a group, offset or static topic that does not exist.
 	ErrNotFound = errors.New("coordinator: not found")
 	// ErrLoading reports a request for a partition that is still loading

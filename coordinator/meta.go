@@ -1,80 +1,209 @@
 package coordinator
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/offsetd/offsetd/partitioner"
 )
 
 // metaFile records what a data directory was created with. The partition
-// count and hash decide where every record lives, so they can never change.
+// count and hash decide where every record lives, so they can never change;
+// a missing or damaged meta file over existing data refuses to open rather
+// than guess them.
 const metaFile = "offsetd.meta"
 
-// The versions of the data directory's layout. Format 1 kept a log per
-// partition (p0000/…); format 2 keeps one journal for every partition
-// (journal/) and the snapshots per partition (snapshots/p0000/…). Open
-// converts format 1 to 2.
+// metaVersion is the version of the meta file's own encoding. Version 2
+// added Version and Checksum; a file without them (written by offsetd
+// before they existed) is read as version 1 and rewritten at Open.
+const metaVersion = 2
+
+// The versions of the data directory's layout: the files of the logs and
+// snapshots and their framing. Format 1 kept a log per partition
+// (p0000/…); format 2 keeps one journal for every partition (journal/) and
+// the snapshots per partition (snapshots/p0000/…). Open converts format 1
+// to format 2; a change of layout bumps dataFormat.
 const (
-	format1       = 1
-	formatVersion = 2
+	format1    = 1
+	dataFormat = 2
 )
 
+// meta is the meta file: one line of JSON. Checksum is the CRC-32C of the
+// JSON of the other fields (Checksum zero), so a flipped digit is damage,
+// not another partition count.
 type meta struct {
+	Version    int    `json:"version"`
 	Format     int    `json:"format"`
 	Partitions int    `json:"partitions"`
 	Hash       string `json:"hash"`
+	Checksum   uint32 `json:"crc32c"`
 }
 
-// loadOrCreateMeta reads dir's meta file, or writes one for a new directory,
-// checks it against the options, and returns the directory's format.
-func loadOrCreateMeta(dir string, partitions int) (int, error) {
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (m meta) sum() uint32 {
+	m.Checksum = 0
+	b, _ := json.Marshal(m)
+	return crc32.Checksum(b, castagnoli)
+}
+
+func (m meta) encode() []byte {
+	m.Checksum = m.sum()
+	b, _ := json.Marshal(m)
+	return append(b, '\n')
+}
+
+// decodeMeta parses and checks a meta file's bytes. legacy reports a file
+// of version 1, which has no checksum.
+func decodeMeta(path string, b []byte) (m meta, legacy bool, err error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&m); err != nil {
+		return meta{}, false, fmt.Errorf("%w: meta file %s does not parse: %v", ErrCorrupt, path, err)
+	}
+	if d.More() {
+		return meta{}, false, fmt.Errorf("%w: meta file %s has data after its record", ErrCorrupt, path)
+	}
+	switch {
+	case m.Version == 0 && m.Checksum == 0:
+		legacy = true
+	case m.Version != metaVersion:
+		return meta{}, false, fmt.Errorf("%w: meta file %s has version %d; this build reads versions 1 and %d", ErrFormat, path, m.Version, metaVersion)
+	case m.Checksum != m.sum():
+		return meta{}, false, fmt.Errorf("%w: meta file %s fails its checksum (crc32c %08x, stored %08x)", ErrCorrupt, path, m.sum(), m.Checksum)
+	}
+	if m.Format != dataFormat && m.Format != format1 {
+		return meta{}, false, fmt.Errorf("%w: %s says data format %d; this build reads formats %d and %d", ErrFormat, path, m.Format, format1, dataFormat)
+	}
+	if m.Hash != partitioner.Hash {
+		return meta{}, false, fmt.Errorf("%w: %s says hash %q; this build uses %q", ErrHashMismatch, path, m.Hash, partitioner.Hash)
+	}
+	if m.Partitions < 1 || m.Partitions > partitioner.MaxPartitions {
+		return meta{}, false, fmt.Errorf("%w: meta file %s says %d partitions (want 1..%d)", ErrCorrupt, path, m.Partitions, partitioner.MaxPartitions)
+	}
+	return m, legacy, nil
+}
+
+// readMeta reads and checks dir's meta file. A directory without one fails
+// with an error wrapping fs.ErrNotExist when it holds no data (it is new),
+// and with ErrCorrupt when it does: its partition count is then unknown. A
+// version 1 file, which has no checksum, is checked against the partition
+// directories that exist.
+func readMeta(dir string) (m meta, legacy bool, err error) {
 	path := filepath.Join(dir, metaFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return formatVersion, writeMeta(dir, partitions)
+		if data, derr := dataEntries(dir); derr != nil {
+			return meta{}, false, derr
+		} else if len(data) > 0 {
+			return meta{}, false, fmt.Errorf("%w: meta file %s is missing but the directory holds data (%s): its partition count is unknown; restore the file",
+				ErrCorrupt, path, strings.Join(data, ", "))
+		}
+		return meta{}, false, err
 	}
+	if err != nil {
+		return meta{}, false, err
+	}
+	if m, legacy, err = decodeMeta(path, b); err != nil || !legacy || m.Format != format1 {
+		return m, legacy, err
+	}
+	// Without a checksum, a damaged count shows only against the
+	// partitions that hold data.
+	if n, err := PartitionsOnDisk(dir); err != nil {
+		return meta{}, false, err
+	} else if n > m.Partitions {
+		return meta{}, false, fmt.Errorf("%w: meta file %s says %d partitions but %s exists",
+			ErrCorrupt, path, m.Partitions, filepath.Base(format1Dir(dir, n-1)))
+	}
+	return m, true, nil
+}
+
+// dataEntries lists what dir holds besides its lock and a meta file being
+// written: a directory with none is new.
+func dataEntries(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if name := e.Name(); name != "LOCK" && name != metaFile+".tmp" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// loadOrCreateMeta reads dir's meta file, or writes one for a new
+// directory, checks it against partitions (0: take the directory's own, or
+// the default for a new one) and returns the directory's partition count
+// and data format. A version 1 file is rewritten in the current version.
+func loadOrCreateMeta(dir string, partitions int) (int, int, error) {
+	path := filepath.Join(dir, metaFile)
+	m, legacy, err := readMeta(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if partitions == 0 {
+			partitions = DefaultOptions().Partitions
+		}
+		return partitions, dataFormat, writeMeta(dir, partitions)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if partitions != 0 && m.Partitions != partitions {
+		return 0, 0, fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
+	}
+	if legacy {
+		m.Version = metaVersion
+		if err := writeFileAtomic(path, m.encode()); err != nil {
+			return 0, 0, fmt.Errorf("coordinator: rewriting %s in version %d: %w", path, metaVersion, err)
+		}
+	}
+	return m.Partitions, m.Format, nil
+}
+
+// writeMeta writes the meta file of the current data format, atomically.
+func writeMeta(dir string, partitions int) error {
+	m := meta{Version: metaVersion, Format: dataFormat, Partitions: partitions, Hash: partitioner.Hash}
+	return writeFileAtomic(filepath.Join(dir, metaFile), m.encode())
+}
+
+// PartitionsOnDisk returns one more than the highest partition number that
+// has a directory of format 1 (p0000, …) in dir (0 if none does), for
+// tools that inspect such a data directory whose meta file is damaged.
+func PartitionsOnDisk(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
 	}
-	var m meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	high := -1
+	for _, e := range entries {
+		var i int
+		if n, err := fmt.Sscanf(e.Name(), "p%04d", &i); err == nil && n == 1 && e.IsDir() && e.Name() == filepath.Base(format1Dir(dir, i)) {
+			high = max(high, i)
+		}
 	}
-	if m.Format != formatVersion && m.Format != format1 {
-		return 0, fmt.Errorf("coordinator: %s: unsupported format %d (want %d or %d)", path, m.Format, format1, formatVersion)
-	}
-	if m.Hash != partitioner.Hash {
-		return 0, fmt.Errorf("%w: %s says hash %q, this build uses %q", ErrPartitionMismatch, path, m.Hash, partitioner.Hash)
-	}
-	if m.Partitions != partitions {
-		return 0, fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
-	}
-	return m.Format, nil
-}
-
-// writeMeta writes the meta file of the current format, atomically.
-func writeMeta(dir string, partitions int) error {
-	m := meta{Format: formatVersion, Partitions: partitions, Hash: partitioner.Hash}
-	b, _ := json.Marshal(m)
-	return writeFileAtomic(filepath.Join(dir, metaFile), append(b, '\n'))
+	return high + 1, nil
 }
 
 // ReadPartitions returns the partition count a data directory was created
-// with, so that tools can open it without being told.
+// with, so that tools can open it without being told. It checks the meta
+// file as Open does: a new directory fails with an error wrapping
+// fs.ErrNotExist; a missing meta file over data, or a damaged one, with
+// ErrCorrupt; another hash with ErrHashMismatch; another format with
+// ErrFormat.
 func ReadPartitions(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+	m, _, err := readMeta(dir)
 	if err != nil {
 		return 0, err
-	}
-	var m meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, metaFile, err)
 	}
 	return m.Partitions, nil
 }
@@ -102,6 +231,26 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// makeDir creates dir and its missing parents, syncing the parent of each
+// directory it creates: without that a machine crash right after Open can
+// lose the directory's entry, and every commit acknowledged in it.
+func makeDir(dir string, sync func(dir string) error) error {
+	dir = filepath.Clean(dir)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := makeDir(parent, sync); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	return sync(parent)
 }
 
 func syncDir(dir string) error {
@@ -151,29 +300,58 @@ type LogDir struct {
 
 // ReadLayout reads the meta file of a data directory and returns where its
 // files are.
+//
+// It checks the meta file as Open does (see ReadPartitions).
 func ReadLayout(dir string) (Layout, error) {
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+	m, _, err := readMeta(dir)
 	if err != nil {
 		return Layout{}, err
 	}
-	var m meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Layout{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, metaFile, err)
-	}
-	l := Layout{Format: m.Format, Partitions: m.Partitions}
-	switch m.Format {
+	return layoutOf(dir, m.Format, m.Partitions)
+}
+
+// layoutOf names the files of a data directory of the given format.
+func layoutOf(dir string, format, partitions int) (Layout, error) {
+	l := Layout{Format: format, Partitions: partitions}
+	switch format {
 	case format1:
-		for i := range m.Partitions {
+		for i := range partitions {
 			l.Logs = append(l.Logs, LogDir{Dir: format1Dir(dir, i), Partition: i})
 			l.Snapshots = append(l.Snapshots, format1Dir(dir, i))
 		}
-	case formatVersion:
+	case dataFormat:
 		l.Logs = []LogDir{{Dir: JournalDir(dir)}}
-		for i := range m.Partitions {
+		for i := range partitions {
 			l.Snapshots = append(l.Snapshots, SnapshotDir(dir, i))
 		}
 	default:
-		return Layout{}, fmt.Errorf("coordinator: %s: unsupported format %d", metaFile, m.Format)
+		return Layout{}, fmt.Errorf("%w: %s: data format %d", ErrFormat, metaFile, format)
 	}
 	return l, nil
+}
+
+// LayoutOnDisk guesses where the files of a data directory are from what
+// it holds, for tools that inspect one whose meta file is missing or
+// damaged: a journal means format 2, with as many partitions as snapshot
+// directories; otherwise format 1, with PartitionsOnDisk partitions.
+func LayoutOnDisk(dir string) (Layout, error) {
+	if _, err := os.Stat(JournalDir(dir)); err == nil {
+		entries, err := os.ReadDir(filepath.Join(dir, "snapshots"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Layout{}, err
+		}
+		n := 0
+		for _, e := range entries {
+			var i int
+			if k, err := fmt.Sscanf(e.Name(), "p%04d", &i); err == nil && k == 1 && e.IsDir() {
+				n = max(n, i+1)
+			}
+		}
+		return layoutOf(dir, dataFormat, n)
+	}
+	n, err := PartitionsOnDisk(dir)
+	if err != nil {
+		return Layout{}, err
+	}
+	return layoutOf(dir, format1, n)
 }

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -72,23 +73,26 @@ func (c *Coordinator) CommitGeneration(ctx context.Context, group string, genera
 	if err := c.validateCommit(group, generation, offsets); err != nil {
 		return 0, err
 	}
-	p := c.groupPartition(group)
-	return c.submit(ctx, p, &request{
+	// The writer reads the offsets after a caller that gave up may have
+	// reused its slice.
+	offsets = slices.Clone(offsets)
+	res, err := c.submit(ctx, c.groupPartition(group), &request{
 		typ: recCommit,
-		build: func(p *partition, dst []byte) ([]byte, error) {
+		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			if generation != NoGeneration {
 				highest := p.batchGen[group]
 				if info, ok := p.offsets.Info(group); ok && info.Generation > highest {
 					highest = info.Generation
 				}
 				if generation < highest {
-					return nil, fmt.Errorf("%w: group %q generation %d is below %d", ErrStaleGeneration, group, generation, highest)
+					return nil, nil, fmt.Errorf("%w: group %q generation %d is below %d", ErrStaleGeneration, group, generation, highest)
 				}
 				p.batchGen[group] = generation
 			}
-			return encodeCommit(dst, group, generation, c.opts.Now().UnixMilli(), offsets), nil
+			return encodeCommit(dst, group, generation, c.opts.Now().UnixMilli(), offsets), nil, nil
 		},
 	})
+	return res.index, err
 }
 
 func (c *Coordinator) validateCommit(group string, generation int32, offsets []OffsetCommit) error {
@@ -117,8 +121,8 @@ func (c *Coordinator) validateCommit(group string, generation int32, offsets []O
 		if o.LeaderEpoch < -1 {
 			return fmt.Errorf("%w: offsets[%d]: leader epoch %d (at least -1)", ErrInvalid, i, o.LeaderEpoch)
 		}
-		if len(o.Metadata) > c.opts.MaxMetadataBytes {
-			return fmt.Errorf("%w: offsets[%d]: metadata of %d bytes (at most %d)", ErrInvalid, i, len(o.Metadata), c.opts.MaxMetadataBytes)
+		if limit := max(c.opts.MaxMetadataBytes, 0); len(o.Metadata) > limit {
+			return fmt.Errorf("%w: offsets[%d]: metadata of %d bytes (at most %d)", ErrInvalid, i, len(o.Metadata), limit)
 		}
 		if !utf8.ValidString(o.Metadata) {
 			return fmt.Errorf("%w: offsets[%d]: metadata is not valid UTF-8", ErrInvalid, i)
@@ -239,11 +243,11 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, group string) error {
 	_, err := c.submit(ctx, c.groupPartition(group), &request{
 		typ:        recDeleteGroup,
 		readsState: true,
-		build: func(p *partition, dst []byte) ([]byte, error) {
+		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			if _, ok := p.offsets.Info(group); !ok {
-				return nil, fmt.Errorf("%w: group %q", ErrNotFound, group)
+				return nil, nil, fmt.Errorf("%w: group %q", ErrNotFound, group)
 			}
-			return encodeDeleteGroup(dst, group), nil
+			return encodeDeleteGroup(dst, group), nil, nil
 		},
 	})
 	return err
@@ -270,10 +274,11 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group, topic string, pa
 			return fmt.Errorf("%w: partition %d", ErrInvalid, part)
 		}
 	}
+	partitions = slices.Clone(partitions)
 	_, err := c.submit(ctx, c.groupPartition(group), &request{
 		typ:        recDeleteOffsets,
 		readsState: true,
-		build: func(p *partition, dst []byte) ([]byte, error) {
+		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			var keys []topicPartition
 			entries, _, _ := p.offsets.Group(group, nil)
 			for _, e := range entries {
@@ -282,9 +287,9 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group, topic string, pa
 				}
 			}
 			if len(keys) == 0 {
-				return nil, fmt.Errorf("%w: offsets of group %q on topic %q", ErrNotFound, group, topic)
+				return nil, nil, fmt.Errorf("%w: offsets of group %q on topic %q", ErrNotFound, group, topic)
 			}
-			return encodeDeleteOffsets(dst, group, keys), nil
+			return encodeDeleteOffsets(dst, group, keys), nil, nil
 		},
 	})
 	return err

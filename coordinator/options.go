@@ -16,26 +16,44 @@ const (
 	MaxOffsetsPerCommit = 10000
 )
 
-// Options configures a Coordinator. The zero value is not valid: start from
-// DefaultOptions.
+// Settings that switch something off. A zero field always means its
+// default, so switching off takes a value of its own.
+const (
+	// KeepForever as Options.Retention keeps groups without commits forever.
+	KeepForever time.Duration = -1
+	// NoSnapshots as Options.SnapshotBytes turns snapshots off.
+	NoSnapshots int64 = -1
+	// NoMetadata as Options.MaxMetadataBytes refuses any offset metadata.
+	NoMetadata = -1
+)
+
+// Options configures a Coordinator. Every zero field means its default, the
+// value in DefaultOptions (as the zero Options does); the few settings that
+// can be switched off take a named negative value for it. Open copies the
+// options and reports bad values by name.
 type Options struct {
 	// Partitions is the number of internal partitions, fixed when the data
 	// directory is created; opening it with another count fails with
-	// ErrPartitionMismatch.
+	// ErrPartitionMismatch. Zero means the count the directory was created
+	// with, or 16 for a new directory.
 	Partitions int
 	// SegmentSize is the target size of a journal segment file in bytes.
 	// The journal keeps its last segment in memory, and drops old ones
 	// whole, so segments that are small beside the live state keep the
-	// disk close to it. Default 256 KiB.
+	// disk close to it. Zero means 256 KiB; it must be at least 4096.
 	SegmentSize int
-	// MaxMetadataBytes bounds the metadata string of one offset.
+	// MaxMetadataBytes bounds the metadata string of one offset. Zero means
+	// 4096; NoMetadata (any negative value) refuses every non-empty
+	// metadata string.
 	MaxMetadataBytes int
 	// UnsafeNoSync acknowledges commits without fsync. A crash of the
 	// machine (not only of the process) can then lose acknowledged commits.
+	// Zero (false) syncs every batch.
 	UnsafeNoSync bool
 	// LoadInBackground makes Open return before the partitions have replayed
 	// their logs. Until a partition is loaded, requests for it fail with
-	// ErrLoading; Ready and WaitReady tell when all are.
+	// ErrLoading; Ready and WaitReady tell when all are. Zero (false) makes
+	// Open wait for every partition.
 	LoadInBackground bool
 	// Logger receives warnings (repaired tails, failed writes) and load
 	// progress. Nil means slog.Default().
@@ -47,19 +65,23 @@ type Options struct {
 	// once the journal bytes it appended since its last snapshot reach
 	// half that snapshot's size, or SnapshotBytes/Partitions if that is
 	// more. So disk and restart time follow the live state, not the
-	// history. Default 256 KiB. Negative disables snapshots: the journal
-	// then grows without bound.
+	// history. Zero means 256 KiB; NoSnapshots (any negative value)
+	// disables snapshots: the journal then grows without bound.
 	SnapshotBytes int64
 	// Retention is how long a group may go without a commit before all of
-	// its offsets expire at once. 0 keeps groups forever.
+	// its offsets expire at once. Zero means 7 days; KeepForever (any
+	// negative value) keeps groups forever.
 	Retention time.Duration
 	// RetentionCheckInterval is how often the coordinator looks for expired
-	// groups.
+	// groups. Zero means one minute.
 	RetentionCheckInterval time.Duration
 	// Observer, if set, is told about every log append and partition load,
 	// for metrics. Its methods are called from the partitions' goroutines
-	// and must be quick.
+	// and must be quick. Nil means none.
 	Observer Observer
+
+	// syncDir syncs a directory; tests replace it to see which are synced.
+	syncDir func(dir string) error
 }
 
 // Observer receives measurements of the write path and of loading.
@@ -105,7 +127,16 @@ func DefaultOptions() Options {
 	}
 }
 
+// ensureDefaults gives every zero field its default. A zero Partitions is
+// left for Open, which takes the data directory's own count.
 func (o *Options) ensureDefaults() {
+	d := DefaultOptions()
+	if o.SegmentSize == 0 {
+		o.SegmentSize = d.SegmentSize
+	}
+	if o.MaxMetadataBytes == 0 {
+		o.MaxMetadataBytes = d.MaxMetadataBytes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -113,28 +144,28 @@ func (o *Options) ensureDefaults() {
 		o.Now = time.Now
 	}
 	if o.SnapshotBytes == 0 {
-		o.SnapshotBytes = DefaultOptions().SnapshotBytes
+		o.SnapshotBytes = d.SnapshotBytes
+	}
+	if o.Retention == 0 {
+		o.Retention = d.Retention
 	}
 	if o.RetentionCheckInterval == 0 {
-		o.RetentionCheckInterval = DefaultOptions().RetentionCheckInterval
+		o.RetentionCheckInterval = d.RetentionCheckInterval
+	}
+	if o.syncDir == nil {
+		o.syncDir = syncDir
 	}
 }
 
 func (o Options) validate() error {
-	if o.Partitions < 1 || o.Partitions > partitioner.MaxPartitions {
-		return fmt.Errorf("%w: Partitions %d (want 1..%d)", ErrInvalid, o.Partitions, partitioner.MaxPartitions)
+	if o.Partitions < 0 || o.Partitions > partitioner.MaxPartitions {
+		return fmt.Errorf("%w: Partitions %d (want 1..%d, or 0 for the directory's own)", ErrInvalid, o.Partitions, partitioner.MaxPartitions)
 	}
 	if o.SegmentSize < 4096 {
 		return fmt.Errorf("%w: SegmentSize %d (want at least 4096)", ErrInvalid, o.SegmentSize)
 	}
-	if o.Retention < 0 {
-		return fmt.Errorf("%w: Retention %v", ErrInvalid, o.Retention)
-	}
 	if o.RetentionCheckInterval < 0 {
 		return fmt.Errorf("%w: RetentionCheckInterval %v", ErrInvalid, o.RetentionCheckInterval)
-	}
-	if o.MaxMetadataBytes < 0 {
-		return fmt.Errorf("%w: MaxMetadataBytes %d", ErrInvalid, o.MaxMetadataBytes)
 	}
 	return nil
 }

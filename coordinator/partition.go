@@ -102,22 +102,31 @@ type request struct {
 	// them, so they see every earlier request applied.
 	readsState bool
 	// build validates the request against the partition's state and appends
-	// the record's payload to dst. An error fails the request, writing nothing.
-	build func(p *partition, dst []byte) ([]byte, error)
+	// the record's payload to dst; out is what the caller gets back in the
+	// request's result (with its error, too). An error fails the request,
+	// writing nothing. build runs on the writer goroutine after the caller
+	// may have given up (its ctx ended), so it must only read what the
+	// request owns (inputs are copied when the request is made) and must
+	// write nothing but its return values.
+	build func(p *partition, dst []byte) (b []byte, out any, err error)
 	// control, if set, replaces build: it runs on the writer goroutine after
 	// the pending batch is flushed, and writes nothing.
 	control func(p *partition)
 	done    chan result
 }
 
+// result is a request's answer, sent on its done channel: the caller reads
+// the request's outcome only from here, never from memory the writer shares.
 type result struct {
 	index uint64
+	out   any // what build returned with the record
 	err   error
 }
 
 type pendingEntry struct {
 	req        *request
 	start, end int
+	out        any
 }
 
 func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) *partition {
@@ -212,10 +221,10 @@ func (p *partition) add(r *request) {
 		return
 	}
 	start := p.buf.Len()
-	b, err := r.build(p, p.buf.B)
+	b, out, err := r.build(p, p.buf.B)
 	if err != nil {
 		p.buf.B = p.buf.B[:start]
-		r.done <- result{err: err}
+		r.done <- result{out: out, err: err}
 		return
 	}
 	p.buf.B = b
@@ -226,7 +235,7 @@ func (p *partition) add(r *request) {
 		r.done <- result{err: fmt.Errorf("%w: record does not decode: %v", ErrInvalid, err)}
 		return
 	}
-	p.pending = append(p.pending, pendingEntry{req: r, start: start, end: len(b)})
+	p.pending = append(p.pending, pendingEntry{req: r, start: start, end: len(b), out: out})
 	if r.readsState {
 		// Later requests of the batch must see its effect (a generation
 		// check after a delete, say), and only the tables show it.
@@ -279,7 +288,7 @@ func (p *partition) flush() {
 	})
 	p.changed.fire()
 	for i, e := range p.pending {
-		e.req.done <- result{index: first + uint64(i)}
+		e.req.done <- result{index: first + uint64(i), out: e.out}
 	}
 }
 

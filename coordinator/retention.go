@@ -15,7 +15,7 @@ const maxExpirePerRecord = 1000
 // partition keeps all of them. Deletions are tombstone records of at most
 // 1000 groups each. It returns how many groups expired. The coordinator runs
 // it every Options.RetentionCheckInterval; it does nothing when Retention
-// is 0.
+// is KeepForever.
 func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
 	if c.opts.Retention <= 0 {
 		return 0, nil
@@ -43,23 +43,22 @@ func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
 // groups; errNoChange means none was idle. The idle check runs on the
 // writer goroutine, so a group that commits meanwhile is never expired.
 func (c *Coordinator) expireSome(ctx context.Context, p *partition) (int, error) {
-	var n int
-	_, err := c.submit(ctx, p, &request{
+	res, err := c.submit(ctx, p, &request{
 		typ:        recExpireGroups,
 		readsState: true,
-		build: func(p *partition, dst []byte) ([]byte, error) {
+		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			cutoff := c.opts.Now().Add(-c.opts.Retention).UnixMilli()
 			idle := p.offsets.IdleGroups(cutoff, maxExpirePerRecord, nil)
 			if len(idle) == 0 {
-				return nil, errNoChange
+				return nil, nil, errNoChange
 			}
-			n = len(idle)
-			return encodeExpireGroups(dst, idle), nil
+			return encodeExpireGroups(dst, idle), len(idle), nil
 		},
 	})
 	if err != nil {
 		return 0, err
 	}
+	n := res.out.(int)
 	c.opts.Logger.Info("expired idle groups", "partition", p.id, "groups", n, "retention", c.opts.Retention)
 	if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
 		mo.ObserveExpire(p.id, n)

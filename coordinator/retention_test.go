@@ -117,7 +117,7 @@ func TestRetentionBatches(t *testing.T) {
 func TestRetentionOff(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	opts := retentionOptions(clock)
-	opts.Retention = 0
+	opts.Retention = KeepForever
 	c := mustOpen(t, t.TempDir(), opts)
 	defer c.Close()
 	if err := c.Commit(context.Background(), "g", []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
@@ -125,6 +125,6 @@ func TestRetentionOff(t *testing.T) {
 	}
 	clock.Advance(10 * 365 * 24 * time.Hour)
 	if n, err := c.ExpireGroups(context.Background()); n != 0 || err != nil {
-		t.Fatalf("ExpireGroups with Retention 0 = %d %v", n, err)
+		t.Fatalf("ExpireGroups with KeepForever = %d %v", n, err)
 	}
 }

@@ -50,15 +50,20 @@ func parseScope(scope string) (statictopic.Scope, error) {
 // CreateStaticTopic creates topic in scope with totalQueues logic queues,
 // spread evenly over brokers (least-loaded first), each on a fresh physical
 // queue. Called again with a larger totalQueues it grows the topic; with the
-// same count it returns the stored mapping and writes nothing; a smaller
-// count is an error.
+// same count and brokers it returns the stored mapping and writes nothing
+// (with other brokers it fails with statictopic.ErrTopicExists, see
+// statictopic.CheckRecreate); a smaller count is an error.
 func (c *Coordinator) CreateStaticTopic(ctx context.Context, topic, scope string, totalQueues int32, brokers []string) (statictopic.Mapping, error) {
 	sc, err := c.checkTopicScope(topic, scope)
 	if err != nil {
 		return statictopic.Mapping{}, err
 	}
+	brokers = slices.Clone(brokers) // read by the writer, maybe after the caller gave up
 	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored != nil && stored.TotalQueues == totalQueues {
+			if err := statictopic.CheckRecreate(*stored, brokers); err != nil {
+				return statictopic.Mapping{}, err
+			}
 			return *stored, errNoChange
 		}
 		var old int64
@@ -78,6 +83,7 @@ func (c *Coordinator) RemapStaticTopic(ctx context.Context, topic, scope string,
 	if err != nil {
 		return statictopic.Mapping{}, err
 	}
+	moves = slices.Clone(moves) // read by the writer, maybe after the caller gave up
 	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored == nil {
 			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
@@ -144,40 +150,38 @@ func (c *Coordinator) checkTopicScope(topic, scope string) (statictopic.Scope, e
 // mappings in other scopes, and writes it.
 func (c *Coordinator) changeMapping(ctx context.Context, topic string, sc statictopic.Scope,
 	change func(stored *statictopic.Mapping, nowMillis int64) (statictopic.Mapping, error)) (statictopic.Mapping, error) {
-	var out statictopic.Mapping
-	_, err := c.submit(ctx, c.topicPartition(topic), &request{
+	res, err := c.submit(ctx, c.topicPartition(topic), &request{
 		typ:        recMapping,
 		readsState: true,
-		build: func(p *partition, dst []byte) ([]byte, error) {
+		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			var stored *statictopic.Mapping
 			if m, ok := p.mappings.Get(topic, sc.String()); ok {
 				stored = &m
 			}
 			m, err := change(stored, c.opts.Now().UnixMilli())
 			if errors.Is(err, errNoChange) {
-				out = m.Clone()
-				return nil, err
+				return nil, m.Clone(), err
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := statictopic.CheckScopeConflict(topic, sc, p.mappings.Topic(topic, nil)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := m.Validate(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			b, err := json.Marshal(m)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out = m.Clone()
-			return append(dst, b...), nil
+			return append(dst, b...), m.Clone(), nil
 		},
 	})
 	if errors.Is(err, errNoChange) {
 		err = nil
 	}
+	out, _ := res.out.(statictopic.Mapping)
 	return out, err
 }
 
@@ -454,8 +458,8 @@ func (c *Coordinator) SetGlobalRead(ctx context.Context, scope string, enabled b
 	}
 	_, err = c.submit(ctx, c.topicPartition(sc.String()), &request{
 		typ: recGlobalRead,
-		build: func(_ *partition, dst []byte) ([]byte, error) {
-			return encodeGlobalRead(dst, sc.String(), enabled), nil
+		build: func(_ *partition, dst []byte) ([]byte, any, error) {
+			return encodeGlobalRead(dst, sc.String(), enabled), nil, nil
 		},
 	})
 	return err

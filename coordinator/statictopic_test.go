@@ -173,10 +173,24 @@ func TestStaticTopicRules(t *testing.T) {
 	if err != nil || same.Epoch != m.Epoch {
 		t.Fatalf("repeat create = %v %v", same.Epoch, err)
 	}
+	// Same count on other brokers is refused, naming what differs; no
+	// broker is silently ignored.
+	for _, brokers := range [][]string{{"b2"}, {"b1", "b2"}} {
+		if _, err := c.CreateStaticTopic(ctx, "t", "clusterA", 4, brokers); !errors.Is(err, statictopic.ErrTopicExists) {
+			t.Fatalf("create again on %v = %v, want ErrTopicExists", brokers, err)
+		}
+	}
+	if got := mustMapping(t, c, "t", "clusterA"); got.Epoch != m.Epoch {
+		t.Fatalf("a refused create changed the epoch to %d", got.Epoch)
+	}
 	// Grow keeps the existing queues.
 	grown, err := c.CreateStaticTopic(ctx, "t", "clusterA", 6, []string{"b1", "b2"})
 	if err != nil || grown.TotalQueues != 6 || grown.Queues[0][0] != m.Queues[0][0] || grown.Epoch <= m.Epoch {
 		t.Fatalf("grow = %+v %v", grown, err)
+	}
+	// Repeating the grow (a retry) is the same request: nothing changes.
+	if again, err := c.CreateStaticTopic(ctx, "t", "clusterA", 6, []string{"b2", "b1"}); err != nil || again.Epoch != grown.Epoch {
+		t.Fatalf("repeated grow = %v %v", again.Epoch, err)
 	}
 	if _, err := c.CreateStaticTopic(ctx, "t", "clusterA", 3, []string{"b1"}); !errors.Is(err, statictopic.ErrInvalid) {
 		t.Fatalf("shrink = %v, want ErrInvalid", err)

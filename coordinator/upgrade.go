@@ -24,6 +24,14 @@ import (
 // new layout, which the next Open removes before it converts again; a
 // crash after leaves old directories that the next Open removes.
 func upgradeFormat1(dir string, opts Options) error {
+	if n, err := PartitionsOnDisk(dir); err != nil {
+		return err
+	} else if _, jerr := os.Stat(JournalDir(dir)); n == 0 && jerr == nil {
+		// A journal and no partition log: the meta file is not this
+		// directory's. Converting would drop the journal.
+		return fmt.Errorf("%w: %s says data format %d, but the directory holds a journal and no partition logs",
+			ErrCorrupt, metaFile, format1)
+	}
 	for _, d := range []string{filepath.Join(dir, journalDir), filepath.Join(dir, "snapshots")} {
 		if err := os.RemoveAll(d); err != nil {
 			return err
@@ -61,7 +69,7 @@ func upgradeFormat1(dir string, opts Options) error {
 		return err
 	}
 	opts.Logger.Info("converted the data directory to one journal", "dir", dir,
-		"from_format", format1, "to_format", formatVersion, "partitions", opts.Partitions, "index", top)
+		"from_format", format1, "to_format", dataFormat, "partitions", opts.Partitions, "index", top)
 	return removeFormat1(dir, opts.Partitions)
 }
 

@@ -69,7 +69,7 @@ func TestUpgradeFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	layout, err := ReadLayout(dir)
-	if err != nil || layout.Format != formatVersion {
+	if err != nil || layout.Format != dataFormat {
 		t.Fatalf("layout after the upgrade: %+v, %v", layout, err)
 	}
 	c = mustOpen(t, dir, opts)

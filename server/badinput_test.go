@@ -68,6 +68,16 @@ func TestBadInput(t *testing.T) {
 		{name: "invalid UTF-8 group", method: "POST", path: "/v1/groups/%FF/offsets", body: `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
 		{name: "no offsets", method: "POST", path: commit, body: `{"offsets":[]}`, status: 400, code: "invalid_argument"},
 		{name: "too many offsets", method: "POST", path: commit, body: manyOffsets, status: 400, code: "invalid_argument"},
+		// Escapes of lone UTF-16 surrogates: encoding/json would decode
+		// each to U+FFFD, so different names would share one key.
+		{name: "lone high surrogate in topic", method: "POST", path: commit, body: `{"offsets":[{"topic":"\ud800","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
+		{name: "lone low surrogate in topic", method: "POST", path: commit, body: `{"offsets":[{"topic":"\udc00","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
+		{name: "high surrogate before a letter", method: "POST", path: commit, body: `{"offsets":[{"topic":"a\ud800\u0041","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
+		{name: "surrogate pair reversed", method: "POST", path: commit, body: `{"offsets":[{"topic":"\ude00\ud83d","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
+		{name: "lone surrogate in metadata", method: "POST", path: commit, body: `{"offsets":[{"topic":"t","partition":0,"offset":1,"metadata":"m\udfff"}]}`, status: 400, code: "invalid_argument"},
+		{name: "lone surrogate in a broker", method: "POST", path: "/v1/static-topics", body: `{"topic":"T","scope":"c1","totalQueues":1,"brokers":["b\ud800"]}`, status: 400, code: "invalid_argument"},
+		{name: "lone surrogate in a move", method: "POST", path: "/v1/static-topics/T/remap", body: `{"scope":"c1","moves":[{"queueId":0,"toBroker":"\udbff","oldLeaderMaxOffset":1}]}`, status: 400, code: "invalid_argument"},
+		{name: "lone surrogate in a mapping", method: "PUT", path: "/v1/static-topics/T", body: `{"version":"1","topic":"T","scope":"c1","totalQueues":1,"epoch":1,"bname":"__logic__c1","queues":{"0":[{"gen":0,"queueId":0,"bname":"b\ud800","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":1,"timeOfEnd":-1}]}}`, status: 400, code: "invalid_argument"},
 		{name: "metadata over limit", method: "POST", path: commit, body: `{"offsets":[{"topic":"t","partition":0,"offset":1,"metadata":"` + strings.Repeat("m", 4097) + `"}]}`, status: 400, code: "invalid_argument"},
 		{name: "unknown query parameter on commit", method: "POST", path: commit + "?sync=no", body: `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
 		// Bodies over the limit.

@@ -48,7 +48,56 @@ func decodeJSON(body []byte, dst any) *apiError {
 	if _, err := dec.Token(); err != io.EOF {
 		return errorf(http.StatusBadRequest, codeMalformedJSON, "trailing data after the JSON object at byte %d", dec.InputOffset())
 	}
+	if e := checkSurrogates(body); e != nil {
+		return e
+	}
 	return checkKeys(body, keysOf(reflect.TypeOf(dst)))
+}
+
+// checkSurrogates rejects a \u escape of a lone UTF-16 surrogate (\ud800
+// not followed by \udc00-\udfff, or a \udc00 on its own). It is no
+// character: encoding/json decodes it to U+FFFD, so two different names
+// would land on one key. body is valid JSON, so a backslash is always an
+// escape inside a string.
+func checkSurrogates(body []byte) *apiError {
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if i+1 < len(body) && body[i+1] != 'u' {
+			i++ // \\, \" and the like
+			continue
+		}
+		r := hex4(body, i+2)
+		switch {
+		case r >= 0xd800 && r <= 0xdbff:
+			if i+11 < len(body) && body[i+6] == '\\' && body[i+7] == 'u' {
+				if lo := hex4(body, i+8); lo >= 0xdc00 && lo <= 0xdfff {
+					i += 11
+					continue
+				}
+			}
+		case r >= 0xdc00 && r <= 0xdfff:
+		default:
+			i += 5
+			continue
+		}
+		return errorf(http.StatusBadRequest, codeInvalidArgument,
+			"string escape %s at byte %d is a lone UTF-16 surrogate, not a character (it would be stored as U+FFFD)", body[i:i+6], i)
+	}
+	return nil
+}
+
+// hex4 returns the value of the four hex digits at b[i:], or -1.
+func hex4(b []byte, i int) int {
+	if i+4 > len(b) {
+		return -1
+	}
+	v, err := strconv.ParseUint(string(b[i:i+4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(v)
 }
 
 // fieldKeys are the object keys a request type accepts.

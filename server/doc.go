@@ -21,9 +21,10 @@
 //	s, err := server.New(c, server.Options{Metrics: m})
 //	if err != nil { ... }
 //	hs := &http.Server{Addr: "127.0.0.1:7070", Handler: s}
-//	hs.RegisterOnShutdown(s.Close) // end long polls at once
+//	hs.RegisterOnShutdown(s.EndLongPolls) // end long polls at once
 //	go hs.ListenAndServe()
 //	...
 //	hs.Shutdown(ctx) // stop accepting, finish in-flight requests
+//	s.Close()        // free the response cache, no request in flight
 //	c.Close()        // finish queued commits, close the logs
 package server

@@ -28,6 +28,7 @@ const (
 	codeEpochConflict    = "epoch_conflict"     // 409: a mapping with the stored epoch but other content
 	codeScopeConflict    = "scope_conflict"     // 409: a static topic name taken in an overlapping scope
 	codeSealedHistory    = "sealed_history"     // 409: a change that would rewrite sealed items, or trim items a group reads
+	codeTopicExists      = "topic_exists"       // 409: a static topic created again with other brokers
 	codeBodyTooLarge     = "body_too_large"     // 413
 	codeLoading          = "loading"            // 503: a partition is still replaying its log
 	codeWriteFailed      = "write_failed"       // 503: the log write failed; the partition repairs itself
@@ -80,6 +81,8 @@ func classify(err error) *apiError {
 		status, code = http.StatusConflict, codeScopeConflict
 	case errors.Is(err, statictopic.ErrHistory):
 		status, code = http.StatusConflict, codeSealedHistory
+	case errors.Is(err, statictopic.ErrTopicExists):
+		status, code = http.StatusConflict, codeTopicExists
 	case errors.Is(err, statictopic.ErrOutOfRange):
 		status, code = http.StatusNotFound, codeOutOfRange
 	case errors.Is(err, coordinator.ErrNotFound), errors.Is(err, statictopic.ErrNotFound):

@@ -4,6 +4,11 @@ package server
 // it before serving.
 func (s *Server) OnPollWait(f func()) { s.pollWaiting = f }
 
+// OnEncode makes f be called each time a response is encoded (a miss of
+// the response cache), before it is offered to the cache. Call it before
+// serving.
+func (s *Server) OnEncode(f func()) { s.encoded = f }
+
 // Classify returns the status and code an error is answered with.
 func Classify(err error) (int, string) {
 	e := classify(err)

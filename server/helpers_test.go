@@ -59,7 +59,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		cfg.hook(s)
 	}
 	e.ts = httptest.NewUnstartedServer(s)
-	e.ts.Config.RegisterOnShutdown(s.Close)
+	e.ts.Config.RegisterOnShutdown(s.EndLongPolls)
 	e.ts.Config.ErrorLog = log.New(io.Discard, "", 0) // TLS handshakes the tests fail on purpose
 	if cfg.tls {
 		e.ts.StartTLS()
@@ -68,8 +68,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	}
 	e.http = e.ts.Client()
 	t.Cleanup(func() {
-		s.Close()
 		e.ts.Close()
+		s.Close()
 		e.c.Close()
 	})
 	return e

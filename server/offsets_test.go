@@ -139,6 +139,16 @@ func TestEscapedNames(t *testing.T) {
 		t.Fatalf("escaped group offsets %+v", g)
 	}
 	e.must(http.StatusNoContent, "DELETE", base+"/"+url.PathEscape(topic)+"?partition=3", "")
+	// JSON escapes of a surrogate pair and of a backslash are characters,
+	// kept as sent (a lone surrogate is refused: see TestBadInput).
+	e.must(http.StatusOK, "POST", "/v1/groups/esc/offsets", `{"offsets":[{"topic":"\ud83d\ude00","partition":0,"offset":1},{"topic":"\\ud800","partition":0,"offset":2}]}`)
+	for topic, want := range map[string]int64{"\U0001F600": 1, `\ud800`: 2} {
+		var o offset
+		e.must(http.StatusOK, "GET", "/v1/groups/esc/offsets/"+url.PathEscape(topic)+"/0", "").decode(t, &o)
+		if o.Topic != topic || o.Offset != want {
+			t.Fatalf("topic %q read back as %+v", topic, o)
+		}
+	}
 }
 
 func TestGenerationFencing(t *testing.T) {

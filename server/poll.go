@@ -108,6 +108,9 @@ func (s *Server) writeVersion(w http.ResponseWriter, r *http.Request, v version)
 			return false
 		}
 		body = b
+		if s.encoded != nil {
+			s.encoded()
+		}
 		s.responses.Set(v.key, body)
 	}
 	h := w.Header()

@@ -153,8 +153,8 @@ func TestLongPollOfMappingReturnsOnRemap(t *testing.T) {
 	}
 }
 
-// Close (registered with http.Server.Shutdown) ends waiting polls with 304
-// at once.
+// EndLongPolls (registered with http.Server.Shutdown) ends waiting polls
+// with 304 at once.
 func TestCloseEndsLongPolls(t *testing.T) {
 	e, waiting := pollEnv(t)
 	etag := e.must(http.StatusOK, "GET", "/v1/groups/g/offsets", "").header.Get("ETag")
@@ -163,9 +163,9 @@ func TestCloseEndsLongPolls(t *testing.T) {
 		done <- e.do("GET", "/v1/groups/g/offsets?wait=1h", "", "If-None-Match", etag)
 	}()
 	<-waiting
-	e.s.Close()
+	e.s.EndLongPolls()
 	if r := <-done; r.status != http.StatusNotModified {
-		t.Fatalf("poll after Close: %d %s", r.status, r.body)
+		t.Fatalf("poll after EndLongPolls: %d %s", r.status, r.body)
 	}
 }
 

@@ -102,6 +102,10 @@ type Server struct {
 	// pollWaiting, if set (by tests, before serving), is called each time
 	// a long poll starts waiting for a change.
 	pollWaiting func()
+	// encoded, if set (by tests, before serving), is called each time a
+	// response was encoded because the cache did not hold it, before it
+	// is offered to the cache.
+	encoded func()
 }
 
 // New returns a Server for c. opts is copied; bad values are reported by
@@ -149,15 +153,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
-// Close ends every long poll at once (each answers 304) and frees the
-// response cache. Register it with http.Server.RegisterOnShutdown, so that
-// Shutdown does not wait for polls to time out. Requests after Close are
-// still answered, without the cache.
+// EndLongPolls ends every long poll at once (each answers 304), and every
+// later one as soon as it starts waiting. Register it with
+// http.Server.RegisterOnShutdown, so that Shutdown does not wait for polls
+// to time out.
+func (s *Server) EndLongPolls() {
+	s.closeOnce.Do(func() { close(s.closing) })
+}
+
+// Close ends every long poll and frees the response cache. Call it after
+// http.Server.Shutdown has returned, when no request is in flight; a
+// request served after Close is still answered, without the cache.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		close(s.closing)
-		s.responses.Close()
-	})
+	s.EndLongPolls()
+	s.responses.Close()
 }
 
 // observe counts, times and (at debug level) logs every request, by the

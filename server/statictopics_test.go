@@ -60,6 +60,11 @@ func TestStaticTopicLifecycle(t *testing.T) {
 	e.fail(http.StatusBadRequest, "invalid_argument", "GET", "/v1/static-topics/TopicTest", "")
 	e.fail(http.StatusBadRequest, "invalid_argument", "POST", "/v1/static-topics", `{"topic":"TopicTest","scope":"clusterA","totalQueues":2,"brokers":["b1"]}`)
 	e.fail(http.StatusConflict, "scope_conflict", "POST", "/v1/static-topics", `{"topic":"TopicTest","scope":"global","totalQueues":2,"brokers":["b1"]}`)
+	// The same count on other brokers: refused, the mapping unchanged.
+	e.fail(http.StatusConflict, "topic_exists", "POST", "/v1/static-topics", `{"topic":"TopicTest","scope":"clusterA","totalQueues":4,"brokers":["b3","b4"]}`)
+	if got, _ := e.mapping("TopicTest", "clusterA"); !got.Equal(created) {
+		t.Fatalf("a refused create changed the mapping: %+v", got)
+	}
 
 	// Grow.
 	var grown statictopic.Mapping

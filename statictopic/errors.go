@@ -23,6 +23,9 @@ var (
 	// or reuse a trimmed item's physical queue (CheckHistory), or a trim
 	// that would drop items a consumer group still reads.
 	ErrHistory = errors.New("statictopic: sealed history")
+	// ErrTopicExists reports a create request for a topic that exists with
+	// the requested queue count but on other brokers.
+	ErrTopicExists = errors.New("statictopic: topic exists with other brokers")
 	// ErrNotFound reports a logic queue, physical queue or route that does not exist.
 	ErrNotFound = errors.New("statictopic: not found")
 )

@@ -43,6 +43,16 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatalf("commit: %s", out)
 	}
 	mustRun(t, 0, env, "commit", "payments", "refunds", "0", "7")
+	// Arguments that are not UTF-8 (a lone surrogate in WTF-8) are refused,
+	// not sent as U+FFFD.
+	for _, args := range [][]string{
+		{"commit", "payments", "orders\xed\xa0\x80", "0", "1"},
+		{"commit", "-metadata", "m\xed\xb0\x80", "payments", "orders", "0", "1"},
+	} {
+		if out := mustRun(t, 1, env, args...); !strings.Contains(out, "not valid UTF-8") {
+			t.Fatalf("offsetd %q: %s", args, out)
+		}
+	}
 	mustRun(t, 0, env, "commit", "billing", "orders", "0", "1")
 	if out := mustRun(t, 0, env, "groups"); out != "billing\npayments\n" {
 		t.Fatalf("groups: %q", out)

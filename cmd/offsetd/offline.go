@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,24 +23,33 @@ import (
 // openDataDir parses the arguments of verify and dump (DIR after the
 // flags) and returns the directory and where its files are.
 func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, coordinator.Layout, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", coordinator.Layout{}, err
-		}
-		return "", coordinator.Layout{}, fmt.Errorf("%w: %v", errUsage, err)
+	dir, err := parseDataDir(fs, args, stderr)
+	if err != nil {
+		return "", coordinator.Layout{}, err
 	}
-	if fs.NArg() != 1 {
-		return "", coordinator.Layout{}, fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
-	}
-	dir := fs.Arg(0)
 	layout, err := coordinator.ReadLayout(dir)
 	if err != nil {
-		return "", coordinator.Layout{}, fmt.Errorf("%s is not an offsetd data directory: %w", dir, err)
+		return "", coordinator.Layout{}, fmt.Errorf("%s is not a readable offsetd data directory: %w", dir, err)
 	}
+	return dir, layout, nil
+}
+
+// parseDataDir parses the arguments of verify and dump and returns DIR.
+func parseDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return "", fmt.Errorf("%w: %s needs one data directory", errUsage, fs.Name())
+	}
+	dir := fs.Arg(0)
 	if inUse(dir) {
 		fmt.Fprintf(stderr, "offsetd: note: a server has %s open; its newest entries may be mid-write\n", dir)
 	}
-	return dir, layout, nil
+	return dir, nil
 }
 
 // inUse reports whether a coordinator holds dir's lock.
@@ -62,14 +72,30 @@ func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, "usage: offsetd verify DIR\n") }
-	dir, layout, err := openDataDir(fs, args, stderr)
+	dir, err := parseDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)
 	}
+	layout, metaErr := coordinator.ReadLayout(dir)
+	if errors.Is(metaErr, iofs.ErrNotExist) {
+		return usageStatus(fmt.Errorf("%s is not an offsetd data directory: %w", dir, metaErr), stderr)
+	}
+	damaged := 0
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	fmt.Fprintf(out, "%s: format %d, %s\n", dir, layout.Format, plural(layout.Partitions, "partition"))
-	damaged := 0
+	if metaErr != nil {
+		// Open refuses such a directory; the files found on disk are
+		// still checked.
+		damaged++
+		fmt.Fprintf(out, "META: %v\n", metaErr)
+		if layout, err = coordinator.LayoutOnDisk(dir); err != nil {
+			fmt.Fprintf(out, "verify: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(out, "%s: format %d, %s found on disk\n", dir, layout.Format, plural(layout.Partitions, "partition"))
+	} else {
+		fmt.Fprintf(out, "%s: format %d, %s\n", dir, layout.Format, plural(layout.Partitions, "partition"))
+	}
 	for _, ld := range layout.Logs {
 		counts := map[byte]int{}
 		var recErr error

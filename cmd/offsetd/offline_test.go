@@ -190,3 +190,46 @@ func TestVerifySnapshots(t *testing.T) {
 		t.Fatalf("verify of a damaged snapshot:\n%s", out)
 	}
 }
+
+// A meta file that is missing, damaged or of another hash is named for what
+// it is; verify exits 1 (as serve refuses the directory) and still checks
+// the partitions it finds on disk.
+func TestVerifyChecksMeta(t *testing.T) {
+	data := fillDataDir(t)
+	meta := filepath.Join(data, "offsetd.meta")
+	good, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		content []byte // nil removes the file
+		says    []string
+	}{
+		{"missing", nil, []string{"META", "missing", "4 partitions found on disk", "4 partitions found on disk", "problems found"}},
+		{"a digit flipped", []byte(strings.Replace(string(good), `"partitions":4`, `"partitions":6`, 1)), []string{"META", "checksum", "4 partitions found on disk"}},
+		{"another hash", []byte(`{"format":1,"partitions":4,"hash":"fnv1a"}` + "\n"), []string{"META", "hash mismatch", "fnv1a"}},
+		{"another format", []byte(`{"format":9,"partitions":4,"hash":"x"}` + "\n"), []string{"META", "unsupported data format", "format 9"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.content == nil {
+				os.Remove(meta)
+			} else if err := os.WriteFile(meta, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(meta, good, 0o644)
+			out := mustRun(t, 1, nil, "verify", data)
+			for _, want := range tc.says {
+				if !strings.Contains(out, want) {
+					t.Fatalf("verify lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "partition count mismatch") {
+				t.Fatalf("verify calls it a partition count mismatch:\n%s", out)
+			}
+			mustRun(t, 1, nil, "serve", "-data", data, "-listen", "127.0.0.1:0")
+		})
+	}
+	mustRun(t, 0, nil, "verify", data)
+}

@@ -39,7 +39,7 @@ Administering a running server (-addr, -token-file, -ca-file; OFFSETD_ADDR, ...)
   offsetd global-read SCOPE on|off  the disaster switch of a scope
 
 Reading a data directory, changing nothing:
-  offsetd verify DIR                check every frame of every partition
+  offsetd verify DIR                check the meta file and every frame of every partition
   offsetd dump [-partition N] DIR   print every record as a JSON line
 
 Flags go before arguments.

@@ -69,6 +69,9 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	copts.SegmentSize = int(cfg.segmentSize)
 	copts.SnapshotBytes = int64(cfg.snapshotBytes)
 	copts.Retention = cfg.retention
+	if cfg.retention == 0 {
+		copts.Retention = coordinator.KeepForever // -retention 0 keeps groups forever
+	}
 	copts.UnsafeNoSync = cfg.unsafeNoSync
 	copts.LoadInBackground = true // /healthz answers while the logs replay
 	copts.Logger = logger
@@ -122,7 +125,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	hs.RegisterOnShutdown(s.Close)
+	hs.RegisterOnShutdown(s.EndLongPolls)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"
@@ -176,6 +179,8 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		logger.Warn("requests still in flight at the end of the grace period", "err", err)
 		hs.Close()
 	}
+	// Only now: requests in flight during Shutdown still use the cache.
+	s.Close()
 	runErr = errors.Join(runErr, closeCoordinator())
 	if runErr == nil {
 		logger.Info("stopped")
