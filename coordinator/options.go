@@ -65,7 +65,10 @@ type Options struct {
 	// once the journal bytes it appended since its last snapshot reach
 	// half that snapshot's size, or SnapshotBytes/Partitions if that is
 	// more. So disk and restart time follow the live state, not the
-	// history. Zero means 256 KiB; NoSnapshots (any negative value)
+	// history. The floor bounds the snapshots' own fsyncs while a small
+	// state takes many commits: with 256 KiB, 64 committers on an empty
+	// store ran a third slower than with 4 MiB. Zero means 4 MiB;
+	// NoSnapshots (any negative value)
 	// disables snapshots: the journal then grows without bound.
 	SnapshotBytes int64
 	// Retention is how long a group may go without a commit before all of
@@ -121,7 +124,7 @@ func DefaultOptions() Options {
 		Partitions:             16,
 		SegmentSize:            256 << 10,
 		MaxMetadataBytes:       4096,
-		SnapshotBytes:          256 << 10,
+		SnapshotBytes:          4 << 20,
 		Retention:              7 * 24 * time.Hour,
 		RetentionCheckInterval: time.Minute,
 	}
