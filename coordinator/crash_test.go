@@ -39,6 +39,7 @@ func crashOptions() Options {
 	o.Partitions = crashPartitions
 	o.SegmentSize = 16 << 10  // segments roll over during the test
 	o.SnapshotBytes = 8 << 10 // and snapshots and truncations happen often
+	o.SnapshotInterval = -1
 	return o
 }
 

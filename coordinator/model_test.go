@@ -50,6 +50,7 @@ func runModel(t *testing.T, seed uint64, steps int, snapshotBytes int64) {
 	opts.Partitions = 1 + rng.IntN(8)
 	opts.SegmentSize = 4096 // many segments
 	opts.SnapshotBytes = snapshotBytes
+	opts.SnapshotInterval = -1
 	c := mustOpen(t, dir, opts)
 	defer func() { c.Close() }()
 	ctx := context.Background()

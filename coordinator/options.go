@@ -65,9 +65,7 @@ type Options struct {
 	// once the journal bytes it appended since its last snapshot reach
 	// half that snapshot's size, or SnapshotBytes/Partitions if that is
 	// more. So disk and restart time follow the live state, not the
-	// history. The floor bounds the snapshots' own fsyncs while a small
-	// state takes many commits: with 256 KiB, 64 committers on an empty
-	// store ran a third slower than with 4 MiB. Zero means 4 MiB;
+	// history (SnapshotInterval bounds how often). Zero means 256 KiB;
 	// NoSnapshots (any negative value)
 	// disables snapshots: the journal then grows without bound.
 	SnapshotBytes int64
@@ -75,6 +73,12 @@ type Options struct {
 	// its offsets expire at once. Zero means 7 days; KeepForever (any
 	// negative value) keeps groups forever.
 	Retention time.Duration
+	// SnapshotInterval is the least time between two snapshots of a
+	// partition that its journal traffic makes due (snapshots asked for,
+	// by Snapshot or to let the journal go, do not wait). It bounds the
+	// snapshots' own fsyncs while a small state takes many commits. Zero
+	// means 1 second; a negative value sets no minimum.
+	SnapshotInterval time.Duration
 	// RetentionCheckInterval is how often the coordinator looks for expired
 	// groups. Zero means one minute.
 	RetentionCheckInterval time.Duration
@@ -124,9 +128,10 @@ func DefaultOptions() Options {
 		Partitions:             16,
 		SegmentSize:            256 << 10,
 		MaxMetadataBytes:       4096,
-		SnapshotBytes:          4 << 20,
+		SnapshotBytes:          256 << 10,
 		Retention:              7 * 24 * time.Hour,
 		RetentionCheckInterval: time.Minute,
+		SnapshotInterval:       time.Second,
 	}
 }
 
@@ -154,6 +159,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.RetentionCheckInterval == 0 {
 		o.RetentionCheckInterval = d.RetentionCheckInterval
+	}
+	if o.SnapshotInterval == 0 {
+		o.SnapshotInterval = d.SnapshotInterval
 	}
 	if o.syncDir == nil {
 		o.syncDir = syncDir

@@ -70,6 +70,8 @@ type partition struct {
 
 	// Snapshot state, owned by the loader, then by the writer goroutine.
 	snapshotBytes int64  // the least journal bytes between two snapshots
+	snapInterval  time.Duration
+	lastSnapAt    time.Time // when the newest snapshot was started
 	lastSnapshot  uint64 // index of the newest good snapshot, 0 if none
 	prevSnapshot  uint64 // index of the one before it, kept to fall back to; 0 if none
 	lastSnapSize  int64  // the newest one's size in bytes
@@ -146,6 +148,7 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 		changed:   newSignal(),
 
 		snapshotBytes: snapshotFloor(opts),
+		snapInterval:  opts.SnapshotInterval,
 		snapDone:      make(chan snapResult, 1),
 	}
 }

@@ -69,7 +69,8 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 		return
 	}
 	asked := len(p.snapWaiting) > 0 || p.snapPinning
-	due := p.snapshotBytes >= 0 && p.sinceSnapshot >= max(p.snapshotBytes, p.lastSnapSize/snapshotRatio)
+	due := p.snapshotBytes >= 0 && p.sinceSnapshot >= max(p.snapshotBytes, p.lastSnapSize/snapshotRatio) &&
+		(p.snapInterval < 0 || time.Since(p.lastSnapAt) >= p.snapInterval)
 	if !asked && !due {
 		return
 	}
@@ -84,6 +85,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	}
 	p.snapshotting = true
 	p.sinceSnapshot = 0
+	p.lastSnapAt = time.Now()
 	prev := p.lastSnapshot
 	go func() {
 		start := time.Now()

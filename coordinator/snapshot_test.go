@@ -283,6 +283,7 @@ func TestChurnBoundsDisk(t *testing.T) {
 	opts.Partitions = 1
 	opts.SegmentSize = 16 << 10
 	opts.SnapshotBytes = 32 << 10
+	opts.SnapshotInterval = -1
 	opts.UnsafeNoSync = true // the files are the same; only the test is faster
 	c := mustOpen(t, dir, opts)
 	defer c.Close()

@@ -66,7 +66,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.kafkaAdvert, "kafka-advertise", "", "host:port Kafka clients are told to reach offsetd at; empty means the address each connection arrived at")
 	fs.IntVar(&cfg.partitions, "partitions", copts.Partitions, "internal partitions, fixed when the data directory is created")
 	fs.Var(&cfg.segmentSize, "segment-size", "journal segment size, e.g. 256KiB (the journal keeps its last segment in memory and drops old ones whole)")
-	fs.Var(&cfg.snapshotBytes, "snapshot-bytes", "least journal traffic between snapshots of a partition, shared out over the partitions, e.g. 4MiB (a partition also waits to append half its last snapshot's size)")
+	fs.Var(&cfg.snapshotBytes, "snapshot-bytes", "least journal traffic between snapshots of a partition, shared out over the partitions, e.g. 256KiB (a partition also waits to append half its last snapshot's size)")
 	fs.DurationVar(&cfg.retention, "retention", copts.Retention, "how long a group may go without a commit before its offsets expire; 0 keeps groups forever")
 	fs.BoolVar(&cfg.unsafeNoSync, "unsafe-no-sync", false, "acknowledge commits without fsync: a machine crash can lose acknowledged commits")
 	fs.Var(&cfg.maxBody, "max-body", "largest request body or Kafka request frame, e.g. 1MiB")

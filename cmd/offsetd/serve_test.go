@@ -75,7 +75,7 @@ func TestServeConfig(t *testing.T) {
 	}{
 		{"defaults", nil, nil, func(c serveConfig) bool {
 			return c.dataDir == "offsetd-data" && c.listen == "127.0.0.1:7070" && c.kafkaListen == "127.0.0.1:9092" && c.partitions == 16 &&
-				c.segmentSize == 256<<10 && c.snapshotBytes == 4<<20 && c.maxBody == 1<<20 && !c.unsafeNoSync && !c.partitionsGiven
+				c.segmentSize == 256<<10 && c.snapshotBytes == 256<<10 && c.maxBody == 1<<20 && !c.unsafeNoSync && !c.partitionsGiven
 		}},
 		{"flags", []string{"-data", "d", "-segment-size", "8MiB", "-max-body", "64KiB", "-cache-bytes", "0", "-unsafe-no-sync", "-partitions", "2",
 			"-retention", "0", "-snapshot-bytes", "1MiB"}, nil,
