@@ -212,7 +212,7 @@ func TestQuietPartitionDoesNotPinJournal(t *testing.T) {
 	opts.SegmentSize = 8 << 10
 	opts.SnapshotBytes = 64 << 10
 	opts.SnapshotInterval = -1 // every snapshot the traffic makes due
-	opts.UnsafeNoSync = true // the files are the same; only the test is faster
+	opts.UnsafeNoSync = true   // the files are the same; only the test is faster
 	c := mustOpen(t, dir, opts)
 	defer c.Close()
 	ctx := context.Background()

@@ -69,14 +69,14 @@ type partition struct {
 	changed *signal // fires after every applied batch
 
 	// Snapshot state, owned by the loader, then by the writer goroutine.
-	snapshotBytes int64  // the least journal bytes between two snapshots
+	snapshotBytes int64 // the least journal bytes between two snapshots
 	snapInterval  time.Duration
 	lastSnapAt    time.Time // when the newest snapshot was started
-	lastSnapshot  uint64 // index of the newest good snapshot, 0 if none
-	prevSnapshot  uint64 // index of the one before it, kept to fall back to; 0 if none
-	lastSnapSize  int64  // the newest one's size in bytes
-	sinceSnapshot int64  // payload bytes appended since it
-	maxSeen       uint64 // the highest index a snapshot named at load
+	lastSnapshot  uint64    // index of the newest good snapshot, 0 if none
+	prevSnapshot  uint64    // index of the one before it, kept to fall back to; 0 if none
+	lastSnapSize  int64     // the newest one's size in bytes
+	sinceSnapshot int64     // payload bytes appended since it
+	maxSeen       uint64    // the highest index a snapshot named at load
 	// keepFrom is the lowest journal index the partition may still need:
 	// the record after its previous snapshot, which it falls back to if
 	// the newest is damaged. The journal is truncated below the lowest of
