@@ -89,7 +89,7 @@ func BenchmarkDecodeFrame(b *testing.B) {
 }
 
 // BenchmarkTruncateFront measures TruncateFront as the partition's writer
-// meets it after a snapshot: segments of 4 MiB behind an open log, written
+// meets it after a snapshot: segments (of the default size) behind an open log, written
 // and synced as wal leaves them, and the last index, in the middle of the last
 // segment. Each op appends until that many segments sit behind a half-full
 // last one, then truncates them away. Writing them takes far longer than
