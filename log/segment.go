@@ -185,6 +185,15 @@ func scanEntries(data []byte, start uint64, partition int, prevLast, from, throu
 		res.entries, res.end, res.bad = int(index-start), pos, why
 		return res, nil
 	}
+	var cb func(uint64, Entry) error // fn, from index from on; made once, not per entry
+	if fn != nil {
+		cb = func(i uint64, e Entry) error {
+			if i < from {
+				return nil
+			}
+			return fn(i, e)
+		}
+	}
 	for pos < len(data) && index <= through {
 		var size uint64
 		var w int
@@ -203,15 +212,6 @@ func scanEntries(data []byte, start uint64, partition int, prevLast, from, throu
 		f, err := decodeFrame(data[pos+w : next])
 		if err != nil {
 			return stop(err)
-		}
-		var cb func(uint64, Entry) error
-		if fn != nil {
-			cb = func(i uint64, e Entry) error {
-				if i < from {
-					return nil
-				}
-				return fn(i, e)
-			}
 		}
 		first, firstErr := frameFirstIndex(f, index)
 		if firstErr != nil {
