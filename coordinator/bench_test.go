@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,10 +38,14 @@ func BenchmarkCommitOneGroup(b *testing.B) {
 }
 
 func benchCommit(b *testing.B, writers, parts int, oneGroup bool) {
-	c := mustOpen(b, b.TempDir(), testOptions())
+	opts := testOptions()
+	counter := &batchCounter{}
+	opts.Observer = counter
+	c := mustOpen(b, b.TempDir(), opts)
 	defer c.Close()
 	ctx := context.Background()
 	var next atomic.Int64
+	cpu := cpuTime()
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -74,6 +79,20 @@ func benchCommit(b *testing.B, writers, parts int, oneGroup bool) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "commits/s")
+	if n := counter.batches.Load(); n > 0 {
+		b.ReportMetric(float64(counter.records.Load())/float64(n), "commits/fsync")
+		b.ReportMetric(float64(counter.took.Load())/float64(n)/1e3, "fsync-µs")
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+}
+
+// cpuTime returns the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // warmStore opens a store holding groups × 128 keys (8 topics × 16

@@ -6,8 +6,9 @@
 // writer goroutine, which validates every request waiting for it and hands
 // their records, as one batch, to the journal that all partitions share
 // (log.Committer): one fsync makes the waiting batches of every partition
-// durable (group commit across partitions). The writer then applies its
-// batch to the in-memory tables, and only then acknowledges it. Reads are
+// durable (group commit across partitions). While a batch syncs, the
+// writer forms the next; as each batch is durable, in order, the writer
+// applies it to the in-memory tables, and only then acknowledges it. Reads are
 // served from the tables and never touch the disk. On Open, every
 // partition loads its newest snapshot, then the journal is read once and
 // each record goes to its partition; partitions apply in parallel.

@@ -19,6 +19,7 @@ import (
 // batchCounter is a JournalObserver that counts journal batches.
 type batchCounter struct {
 	batches, records, shared atomic.Int64 // shared: batches of two partitions or more
+	took                     atomic.Int64 // nanoseconds in appends and fsyncs
 }
 
 func (b *batchCounter) ObserveAppend(int, int, int, time.Duration, error) {}
@@ -26,6 +27,7 @@ func (b *batchCounter) ObserveLoad(int, int, time.Duration)               {}
 func (b *batchCounter) ObserveJournalBatch(calls, partitions, records, bytes int, took time.Duration, err error) {
 	b.batches.Add(1)
 	b.records.Add(int64(records))
+	b.took.Add(int64(took))
 	if partitions > 1 {
 		b.shared.Add(1)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -53,12 +54,19 @@ type partition struct {
 	// every partition shares; set before the writer starts.
 	committer *log.Committer
 	snaps     *log.Snapshots // the partition's snapshot files
-	entries   []log.Entry    // the batch being committed
 
-	// Writer-goroutine state for the batch being built.
-	pending   []pendingEntry
-	buf       *bytebufferpool.ByteBuffer
-	batchGen  map[string]int32  // highest generation in the pending batch, per group
+	// Writer-goroutine state. The batch being built (pending, in buf), then
+	// the batches handed to the committer and not yet applied, oldest
+	// first: the next batch forms while earlier ones sync.
+	pending  []pendingEntry
+	buf      *bytebufferpool.ByteBuffer
+	inflight []*batch
+	spare    []*batch // finished batches, for reuse
+	applied  uint64   // the index of the last record applied
+	// batchGen holds, per group, the highest generation among the
+	// commits built and not yet applied (pending or in flight); it is
+	// cleared once nothing is.
+	batchGen  map[string]int32
 	topics    map[string]string // interned topic names
 	lastTopic string            // the topic name interned last
 	view      recordView        // the record being applied
@@ -131,6 +139,21 @@ type pendingEntry struct {
 	out        any
 }
 
+// batch is a partition's batch handed to the committer: its requests, the
+// buffer holding their records, and its place in the committer's queue.
+type batch struct {
+	reqs    []pendingEntry
+	buf     *bytebufferpool.ByteBuffer
+	entries []log.Entry
+	ticket  *log.Ticket
+	start   time.Time
+}
+
+// maxInflight bounds a partition's batches handed to the committer and
+// not yet applied; beyond it the writer stops taking requests until the
+// oldest is durable.
+const maxInflight = 64
+
 func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) *partition {
 	return &partition{
 		snaps:     snaps,
@@ -165,17 +188,29 @@ func (p *partition) ready() error {
 	}
 }
 
-// run is the writer goroutine: it drains every queued request into one batch,
-// appends it with one fsync, applies it to the tables, then answers every
-// waiter. Between batches it starts snapshots and finishes them. It returns
-// when reqs is closed and drained.
+// run is the writer goroutine. It drains every queued request into one
+// batch and hands it to the committer, which makes it durable with other
+// partitions' batches in one journal append and fsync; without waiting for
+// that, it goes on forming the next batch. As each batch is durable, in
+// order, it applies it to the tables and answers its requests. Between
+// batches it starts snapshots and finishes them. It returns when reqs is
+// closed and drained, and every batch applied.
 func (p *partition) run(stop <-chan struct{}) {
 	p.buf = bytebufferpool.Get()
-	defer bytebufferpool.Put(p.buf)
+	defer func() { bytebufferpool.Put(p.buf) }()
 	for {
+		reqs := p.reqs
+		if len(p.inflight) >= maxInflight {
+			reqs = nil
+		}
+		var durable <-chan struct{}
+		if len(p.inflight) > 0 {
+			durable = p.inflight[0].ticket.Done()
+		}
 		select {
-		case r, ok := <-p.reqs:
+		case r, ok := <-reqs:
 			if !ok {
+				p.settle()
 				p.stopSnapshot()
 				return
 			}
@@ -194,11 +229,15 @@ func (p *partition) run(stop <-chan struct{}) {
 					break drain
 				}
 			}
-			p.flush()
+			p.submit()
 			if !open {
+				p.settle()
 				p.stopSnapshot()
 				return
 			}
+			p.maybeSnapshot(stop)
+		case <-durable:
+			p.finish()
 			p.maybeSnapshot(stop)
 		case res := <-p.snapDone:
 			p.finishSnapshot(res, stop)
@@ -215,8 +254,8 @@ func (p *partition) add(r *request) {
 		r.done <- result{err: err}
 		return
 	}
-	if (r.readsState || r.control != nil) && len(p.pending) > 0 {
-		p.flush()
+	if r.readsState || r.control != nil {
+		p.settle()
 	}
 	if r.control != nil {
 		r.control(p)
@@ -240,58 +279,112 @@ func (p *partition) add(r *request) {
 	}
 	p.pending = append(p.pending, pendingEntry{req: r, start: start, end: len(b), out: out})
 	if r.readsState {
-		// Later requests of the batch must see its effect (a generation
-		// check after a delete, say), and only the tables show it.
-		p.flush()
+		// Later requests must see its effect (a generation check after a
+		// delete, say), and only the tables show it.
+		p.settle()
 	}
 }
 
-// flush writes the pending batch as one log append (one fsync), applies it
-// to the tables, and acknowledges every request in it.
-func (p *partition) flush() {
+// settle commits the pending batch and waits until every batch is applied:
+// requests that read the tables see every earlier request's effect.
+func (p *partition) settle() {
+	p.submit()
+	for len(p.inflight) > 0 {
+		p.finish()
+	}
+}
+
+// submit hands the pending batch to the committer. A committer that is
+// closed fails the batch's requests at once.
+func (p *partition) submit() {
 	if len(p.pending) == 0 {
 		return
 	}
-	defer func() {
-		clear(p.pending)
-		p.pending = p.pending[:0]
-		p.buf.Reset()
-		clear(p.batchGen)
-	}()
-	entries := p.entries[:0]
-	for _, e := range p.pending {
-		entries = append(entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: p.buf.B[e.start:e.end]})
+	b := p.newBatch()
+	b.reqs, p.pending = p.pending, b.reqs[:0]
+	b.buf, p.buf = p.buf, b.buf
+	for _, e := range b.reqs {
+		b.entries = append(b.entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
 	}
-	defer func() {
-		clear(entries)
-		p.entries = entries[:0]
-	}()
-	start := time.Now()
-	first, _, err := p.committer.Commit(entries)
-	if p.observer != nil {
-		p.observer.ObserveAppend(p.id, len(entries), p.buf.Len(), time.Since(start), err)
-	}
+	b.start = time.Now()
+	t, err := p.committer.Start(b.entries)
 	if err != nil {
-		err = fmt.Errorf("%w: partition %d: %w", ErrWriteFailed, p.id, err)
-		p.logger.Error("journal append failed; the journal repairs itself before the next write", "partition", p.id, "err", err)
-		for _, e := range p.pending {
-			e.req.done <- result{err: err}
-		}
+		p.fail(b, err)
+		p.recycle(b)
 		return
 	}
-	p.sinceSnapshot += int64(p.buf.Len())
+	b.ticket = t
+	p.inflight = append(p.inflight, b)
+}
+
+// finish waits for the oldest batch in flight to be durable, applies it to
+// the tables, and acknowledges its requests.
+func (p *partition) finish() {
+	b := p.inflight[0]
+	p.inflight = slices.Delete(p.inflight, 0, 1)
+	defer p.recycle(b)
+	first, _, err := b.ticket.Result()
+	if p.observer != nil {
+		p.observer.ObserveAppend(p.id, len(b.entries), b.buf.Len(), time.Since(b.start), err)
+	}
+	if err != nil {
+		p.fail(b, err)
+		return
+	}
+	p.sinceSnapshot += int64(b.buf.Len())
+	p.applied = first + uint64(len(b.entries)) - 1
 	p.offsets.Update(func(w cache.OffsetsWriter) {
-		for i, e := range entries {
+		for i, e := range b.entries {
 			if err := p.apply(w, first+uint64(i), e.Type, e.Payload); err != nil {
 				// add decoded this record before it was written.
 				panic(fmt.Sprintf("coordinator: partition %d cannot apply its own record: %v", p.id, err))
 			}
 		}
-		w.SetApplied(first + uint64(len(entries)) - 1)
+		w.SetApplied(p.applied)
 	})
 	p.changed.fire()
-	for i, e := range p.pending {
+	for i, e := range b.reqs {
 		e.req.done <- result{index: first + uint64(i), out: e.out}
+	}
+}
+
+// fail answers every request of b with the journal's error. Batches in
+// flight behind it were built on its generations; they are durable or
+// fail on their own, and a commit they refused as stale stays refused.
+func (p *partition) fail(b *batch, err error) {
+	err = fmt.Errorf("%w: partition %d: %w", ErrWriteFailed, p.id, err)
+	p.logger.Error("journal append failed; the journal repairs itself before the next write", "partition", p.id, "err", err)
+	for _, e := range b.reqs {
+		e.req.done <- result{err: err}
+	}
+}
+
+// newBatch returns an empty batch, reusing a finished one if it can.
+func (p *partition) newBatch() *batch {
+	if n := len(p.spare); n > 0 {
+		b := p.spare[n-1]
+		p.spare = p.spare[:n-1]
+		return b
+	}
+	return &batch{buf: bytebufferpool.Get()}
+}
+
+// recycle empties a finished batch for reuse, and forgets the pending
+// generations once no batch is pending or in flight.
+func (p *partition) recycle(b *batch) {
+	clear(b.reqs)
+	b.reqs = b.reqs[:0]
+	clear(b.entries) // drop the payloads
+	b.entries = b.entries[:0]
+	b.buf.Reset()
+	b.ticket = nil
+	if len(p.spare) < 4 {
+		p.spare = append(p.spare, b)
+	} else {
+		bytebufferpool.Put(b.buf)
+	}
+	if len(p.inflight) == 0 && len(p.pending) == 0 {
+		clear(p.batchGen)
 	}
 }
 

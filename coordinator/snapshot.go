@@ -17,7 +17,7 @@ import (
 // over the partitions), so disk and restart time follow the live state,
 // not the history. A background goroutine writes the live state as of journal
 // index S (the journal's last index when it starts: the partition has
-// applied every record of its own up to there): it lists the groups, then
+// applied every record of its own up to there; see maybeSnapshot): it lists the groups, then
 // reads them one at a time under a short read lock while the writer goes
 // on committing. So each group is captured exactly as of some index J >= S
 // (the table's applied index under that lock), which its record carries.
@@ -74,11 +74,20 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	if !asked && !due {
 		return
 	}
+	// The snapshot's index: every record of this partition up to it must
+	// be applied. With no batch in flight that is the journal's last index
+	// (so a quiet partition's snapshot lets the journal go); with batches
+	// in flight, whose records will have higher indexes, it is the last
+	// index applied, and the snapshot waits until that passes the last one.
+	index := p.committer.LastIndex()
+	if len(p.inflight) > 0 {
+		index = p.applied
+		if index <= p.lastSnapshot {
+			return // asked again after the next batch is applied
+		}
+	}
 	p.snapPinning = false
 	p.snapRunning, p.snapWaiting = p.snapWaiting, nil
-	// Every record of this partition up to the journal's last index is
-	// applied: its writer is here, between batches.
-	index := p.committer.LastIndex()
 	if index == 0 || index == p.lastSnapshot {
 		p.answerSnapshot(nil) // nothing new to capture
 		return
