@@ -16,7 +16,7 @@ import (
 // which batches and fsyncs on its own. Run it with -benchtime=3s or more:
 // group commit needs a steady stream to batch.
 func BenchmarkCommit(b *testing.B) {
-	for _, writers := range []int{1, 64} {
+	for _, writers := range []int{1, 64, 256} {
 		for _, parts := range []int{1, 16} {
 			b.Run(fmt.Sprintf("writers=%d/partitions=%d", writers, parts), func(b *testing.B) {
 				benchCommit(b, writers, parts, false)

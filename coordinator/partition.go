@@ -145,7 +145,7 @@ type batch struct {
 	reqs    []pendingEntry
 	buf     *bytebufferpool.ByteBuffer
 	entries []log.Entry
-	ticket  *log.Ticket
+	ticket  log.Ticket
 	start   time.Time
 }
 
@@ -153,6 +153,9 @@ type batch struct {
 // not yet applied; beyond it the writer stops taking requests until the
 // oldest is durable.
 const maxInflight = 64
+
+// maxSpare bounds the finished batches a partition keeps for reuse.
+const maxSpare = 16
 
 func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) *partition {
 	return &partition{
@@ -307,13 +310,11 @@ func (p *partition) submit() {
 		b.entries = append(b.entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
 	}
 	b.start = time.Now()
-	t, err := p.committer.Start(b.entries)
-	if err != nil {
+	if err := p.committer.Start(&b.ticket, b.entries); err != nil {
 		p.fail(b, err)
 		p.recycle(b)
 		return
 	}
-	b.ticket = t
 	p.inflight = append(p.inflight, b)
 }
 
@@ -377,8 +378,8 @@ func (p *partition) recycle(b *batch) {
 	clear(b.entries) // drop the payloads
 	b.entries = b.entries[:0]
 	b.buf.Reset()
-	b.ticket = nil
-	if len(p.spare) < 4 {
+	b.ticket = log.Ticket{}
+	if len(p.spare) < maxSpare {
 		p.spare = append(p.spare, b)
 	} else {
 		bytebufferpool.Put(b.buf)

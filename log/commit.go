@@ -17,7 +17,7 @@ import (
 //
 // Each caller's entries stay contiguous and in order in the batch, and
 // callers that queue one after the other get increasing indexes. Results
-// travel in the call's own waiter: the committer never writes memory the
+// travel in the call's own Ticket: the committer never writes memory the
 // caller owns.
 type Committer struct {
 	log      *Log
@@ -25,7 +25,7 @@ type Committer struct {
 	onBatch  func(BatchInfo)
 
 	mu     sync.Mutex
-	queue  []*waiter // guarded by mu
+	queue  []*Ticket // guarded by mu
 	closed bool      // guarded by mu
 
 	wake chan struct{} // holds a token while the queue may be non-empty
@@ -35,8 +35,10 @@ type Committer struct {
 	partitions []int   // scratch for BatchInfo.Partitions
 }
 
-// waiter is one call waiting for its entries to be durable.
-type waiter struct {
+// Ticket is one call's place in the committer's queue: its entries, and
+// then their result. Start fills it; its owner may reuse it once Done is
+// closed and Result read.
+type Ticket struct {
 	entries     []Entry
 	bytes       int
 	sync        bool
@@ -79,52 +81,46 @@ func NewCommitter(l *Log, onBatch func(BatchInfo)) *Committer {
 // Commit returns. An error fails every call of the batch, which is then
 // absent from the log (see Log.Append).
 func (c *Committer) Commit(entries []Entry) (first, last uint64, err error) {
-	t, err := c.Start(entries)
-	if err != nil {
+	var t Ticket
+	if err := c.Start(&t, entries); err != nil {
 		return 0, 0, err
 	}
-	<-t.Done()
 	return t.Result()
 }
 
-// Ticket is a Start call's place in the committer's queue.
-type Ticket struct{ w *waiter }
-
-// Start queues entries for the next batch and returns at once; the
-// ticket's Done channel is closed once they are durable or failed. A caller
-// may start more batches before its first is done: they are appended in
-// the order they were started, so a caller that applies its tickets in that
-// order applies its records in index order. entries must not change until
-// Done is closed.
-func (c *Committer) Start(entries []Entry) (*Ticket, error) {
+// Start queues entries for the next batch in t and returns at once; t's
+// Done channel is closed once they are durable or failed. A caller may
+// start more batches before its first is done: they are appended in the
+// order they were started, so a caller that applies its tickets in that
+// order applies its records in index order. Neither t nor entries may
+// change until Done is closed.
+func (c *Committer) Start(t *Ticket, entries []Entry) error {
 	if len(entries) == 0 {
-		return nil, ErrInvalid
+		return ErrInvalid
 	}
-	w := &waiter{entries: entries, done: make(chan struct{})}
+	*t = Ticket{entries: entries, done: make(chan struct{})}
 	for _, e := range entries {
-		w.bytes += len(e.Payload)
+		t.bytes += len(e.Payload)
 	}
-	if err := c.enqueue(w); err != nil {
-		return nil, err
-	}
-	return &Ticket{w}, nil
+	return c.enqueue(t)
 }
 
 // Done is closed once the ticket's entries are durable, or failed.
-func (t *Ticket) Done() <-chan struct{} { return t.w.done }
+func (t *Ticket) Done() <-chan struct{} { return t.done }
 
-// Result returns, once Done is closed, the record indexes of the first
-// and the last of the ticket's entries, or why they are not in the log.
+// Result waits until Done is closed, then returns the record indexes of
+// the first and the last of the ticket's entries, or why they are not in
+// the log.
 func (t *Ticket) Result() (first, last uint64, err error) {
-	<-t.w.done
-	return t.w.first, t.w.last, t.w.err
+	<-t.done
+	return t.first, t.last, t.err
 }
 
 // Sync returns once everything committed before it is durable, even with
 // UnsafeNoSync: snapshots call it before they are committed, so that no
 // snapshot covers records a machine crash could take back.
 func (c *Committer) Sync() error {
-	w := &waiter{sync: true, done: make(chan struct{})}
+	w := &Ticket{sync: true, done: make(chan struct{})}
 	if err := c.enqueue(w); err != nil {
 		return err
 	}
@@ -132,7 +128,7 @@ func (c *Committer) Sync() error {
 	return w.err
 }
 
-func (c *Committer) enqueue(w *waiter) error {
+func (c *Committer) enqueue(w *Ticket) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -167,7 +163,7 @@ func (c *Committer) Close() {
 
 func (c *Committer) run() {
 	defer close(c.done)
-	var spare []*waiter
+	var spare []*Ticket
 	for range c.wake {
 		for {
 			c.gather()
@@ -223,9 +219,9 @@ func (c *Committer) gather() {
 // hand over their next batches while the last one syncs.
 const maxGatherYields = 8
 
-// append writes the entries of every waiter in batch as one batch, syncs if
+// append writes the entries of every ticket in batch as one batch, syncs if
 // one of them asked for it, and answers them all.
-func (c *Committer) append(batch []*waiter) {
+func (c *Committer) append(batch []*Ticket) {
 	c.entries = c.entries[:0]
 	sync := false
 	for _, w := range batch {
