@@ -396,25 +396,50 @@ func (p *partition) finish() {
 	}
 }
 
-// fail answers every request of b with the journal's error. Batches in
-// flight behind it were built on its generations; they are durable or
-// fail on their own, and a commit they refused as stale stays refused.
+// fail answers every request of b with the journal's error, and forgets
+// the generations b carried: they were never durable. (Batches in flight
+// behind it were checked against them; a commit they refused as stale
+// stays refused.)
 func (p *partition) fail(b *batch, err error) {
 	err = fmt.Errorf("%w: partition %d: %w", ErrWriteFailed, p.id, err)
 	p.logger.Error("journal append failed; the journal repairs itself before the next write", "partition", p.id, "err", err)
 	for _, e := range b.reqs {
 		e.req.done <- result{err: err}
 	}
+	p.recountGenerations()
+}
+
+// recountGenerations rebuilds batchGen from the commits still pending or in
+// flight.
+func (p *partition) recountGenerations() {
+	clear(p.batchGen)
+	note := func(typ byte, payload []byte) {
+		if typ != recCommit || p.view.decode(typ, payload) != nil || p.view.generation < 0 {
+			return
+		}
+		if g, ok := p.batchGen[string(p.view.group)]; !ok || p.view.generation > g {
+			p.batchGen[string(p.view.group)] = p.view.generation
+		}
+	}
+	for _, b := range p.inflight {
+		for _, e := range b.entries {
+			note(e.Type, e.Payload)
+		}
+	}
+	for _, e := range p.pending {
+		note(e.req.typ, p.buf.B[e.start:e.end])
+	}
 }
 
 // newBatch returns an empty batch, reusing a finished one if it can.
 func (p *partition) newBatch() *batch {
+	b := &batch{}
 	if n := len(p.spare); n > 0 {
-		b := p.spare[n-1]
+		b = p.spare[n-1]
 		p.spare = p.spare[:n-1]
-		return b
 	}
-	return &batch{buf: bytebufferpool.Get()}
+	b.buf = bytebufferpool.Get()
+	return b
 }
 
 // recycle empties a finished batch for reuse, and forgets the pending
@@ -424,12 +449,13 @@ func (p *partition) recycle(b *batch) {
 	b.reqs = b.reqs[:0]
 	clear(b.entries) // drop the payloads
 	b.entries = b.entries[:0]
-	b.buf.Reset()
+	// The buffer goes back to the pool, which keeps buffers of the sizes
+	// in use: a burst of large batches does not stay held here.
+	bytebufferpool.Put(b.buf)
+	b.buf = nil
 	b.ticket = log.Ticket{}
 	if len(p.spare) < maxSpare {
 		p.spare = append(p.spare, b)
-	} else {
-		bytebufferpool.Put(b.buf)
 	}
 	if len(p.inflight) == 0 && len(p.pending) == 0 {
 		clear(p.batchGen)

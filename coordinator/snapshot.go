@@ -16,8 +16,9 @@ import (
 // the size of that snapshot (at least Options.SnapshotBytes shared out
 // over the partitions), so disk and restart time follow the live state,
 // not the history. A background goroutine writes the live state as of journal
-// index S (the journal's last index when it starts: the partition has
-// applied every record of its own up to there; see maybeSnapshot): it lists the groups, then
+// index S (every record of the partition up to S is applied: the
+// journal's last index when nothing of the partition is in flight, else
+// the last index it applied; see maybeSnapshot): it lists the groups, then
 // reads them one at a time under a short read lock while the writer goes
 // on committing. So each group is captured exactly as of some index J >= S
 // (the table's applied index under that lock), which its record carries.
