@@ -16,9 +16,19 @@ import (
 // Options configures a Client. The zero value works.
 type Options struct {
 	// HTTPClient sends the requests. Nil means a client of the package's
-	// own, without an overall timeout: contexts bound calls, and long polls
-	// need to outlast their wait.
+	// own, without an overall timeout (contexts bound calls, and long polls
+	// need to outlast their wait), whose transport keeps MaxIdleConns idle
+	// connections to the server. A caller's HTTPClient is used as it is:
+	// MaxIdleConns does not apply to it.
 	HTTPClient *http.Client
+	// MaxIdleConns is how many idle keep-alive connections to the server
+	// the package's own transport keeps between calls. Set it to the most
+	// goroutines that call the Client at once: a call that finds no idle
+	// connection dials a new one, and one that finds the pool full closes
+	// its connection after the answer (Go's default transport keeps 2 per
+	// host, so a Client shared by 64 goroutines would dial on most calls).
+	// Zero means DefaultMaxIdleConns; a negative value keeps none.
+	MaxIdleConns int
 	// Token, when not empty, is sent as "Authorization: Bearer <Token>".
 	Token string
 	// Retries is how many times a 503 is retried. Zero means 3; a
@@ -28,6 +38,11 @@ type Options struct {
 	// says. Zero means 5s.
 	MaxRetryWait time.Duration
 }
+
+// DefaultMaxIdleConns is the idle connections a Client's own transport
+// keeps when Options.MaxIdleConns is zero: enough for 64 goroutines calling
+// at once.
+const DefaultMaxIdleConns = 64
 
 // Client talks to one offsetd server. It is safe for concurrent use.
 type Client struct {
@@ -59,7 +74,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	u.RawPath = ""
 	c := &Client{base: u, http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
 	if c.http == nil {
-		c.http = &http.Client{}
+		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
 	}
 	switch {
 	case c.retries == 0:
@@ -71,6 +86,24 @@ func New(baseURL string, opts Options) (*Client, error) {
 		c.maxWait = 5 * time.Second
 	}
 	return c, nil
+}
+
+// newTransport returns Go's default transport with room for idle
+// connections to the one host a Client talks to.
+func newTransport(idle int) *http.Transport {
+	switch {
+	case idle == 0:
+		idle = DefaultMaxIdleConns
+	case idle < 0:
+		idle = 0
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = idle
+	t.MaxIdleConnsPerHost = idle
+	if idle == 0 {
+		t.DisableKeepAlives = true
+	}
+	return t
 }
 
 // call describes one API request.
