@@ -66,7 +66,9 @@ type partition struct {
 	// was captured at, where that is past the snapshot's own index.
 	capturedAt map[string]uint64
 
-	changed *signal // fires after every applied batch
+	// watchers are the long polls waiting for a group or static topic of
+	// the partition to change.
+	watchers watchers
 
 	// Snapshot state, owned by the loader, then by the writer goroutine.
 	snapshotBytes int64 // the least journal bytes between two snapshots
@@ -145,7 +147,6 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 		switched:  switched,
 		batchGen:  make(map[string]int32),
 		topics:    make(map[string]string),
-		changed:   newSignal(),
 
 		snapshotBytes: snapshotFloor(opts),
 		snapInterval:  opts.SnapshotInterval,
@@ -289,7 +290,7 @@ func (p *partition) flush() {
 		}
 		w.SetApplied(first + uint64(len(entries)) - 1)
 	})
-	p.changed.fire()
+	p.watchers.wake(entries)
 	for i, e := range p.pending {
 		e.req.done <- result{index: first + uint64(i), out: e.out}
 	}

@@ -140,9 +140,9 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 	}
 	group := r.PathValue("group")
 	s.servePolled(w, r, wait, pollable{
-		watch: func() ([]<-chan struct{}, error) {
-			_, changed, err := s.c.WatchGroup(group)
-			return []<-chan struct{}{changed}, err
+		watch: func() (<-chan struct{}, <-chan struct{}, func(), error) {
+			_, changed, stop, err := s.c.WatchGroup(group)
+			return changed, nil, stop, err
 		},
 		read: func() (version, error) {
 			// Group is cheap; the offsets are copied only to encode them.
