@@ -10,7 +10,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/valyala/bytebufferpool"
 )
 
 // Options configures a Client. The zero value works.
@@ -47,6 +51,7 @@ const DefaultMaxIdleConns = 64
 // Client talks to one offsetd server. It is safe for concurrent use.
 type Client struct {
 	base    *url.URL
+	prefix  string // scheme://host and the base path, escaped: every target starts with it
 	http    *http.Client
 	token   string
 	retries int
@@ -72,7 +77,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	c := &Client{base: u, http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
+	c := &Client{base: u, prefix: u.String(), http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
 	if c.http == nil {
 		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
 	}
@@ -111,41 +116,56 @@ type call struct {
 	method string
 	path   []string // segments, escaped by do
 	query  url.Values
-	body   any    // marshalled to JSON when not nil
-	ifNone string // If-None-Match, for polls
+	body   any // marshalled to JSON when not nil
+	// encoded, if not nil, is the body already encoded (instead of body);
+	// the call owns it, and it goes back to its pool once sent.
+	encoded *bytebufferpool.ByteBuffer
+	ifNone  string // If-None-Match, for polls
 }
 
-// reply is a response read whole.
+// reply is a response read whole. Its body may sit in a pooled buffer:
+// release puts it back, once nothing refers to the body's bytes (a reply
+// not released is only garbage).
 type reply struct {
 	status int
 	header http.Header
 	body   []byte
+	buf    *bytebufferpool.ByteBuffer
+}
+
+func (r reply) release() {
+	if r.buf != nil {
+		bytebufferpool.Put(r.buf)
+	}
 }
 
 // do sends c, retrying a 503, and returns a 2xx or 304 reply, or the
 // server's error as an *Error.
 func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	if err := checkUTF8(req); err != nil {
+		if req.encoded != nil {
+			bytebufferpool.Put(req.encoded)
+		}
 		return reply{}, err
 	}
 	var body []byte
-	if req.body != nil {
+	var pooled *sharedBuffer
+	if req.encoded != nil {
+		body = req.encoded.B
+		// The transport may read a body after Do returns: the buffer goes
+		// back once every attempt's body is closed, and do is done.
+		pooled = &sharedBuffer{buf: req.encoded}
+		pooled.refs.Store(1)
+		defer pooled.release()
+	} else if req.body != nil {
 		var err error
 		if body, err = json.Marshal(req.body); err != nil {
 			return reply{}, fmt.Errorf("client: encoding request: %w", err)
 		}
 	}
-	u := *c.base
-	escaped := c.base.EscapedPath()
-	for _, seg := range req.path {
-		u.Path += "/" + seg
-		escaped += "/" + url.PathEscape(seg)
-	}
-	u.RawPath = escaped
-	u.RawQuery = req.query.Encode()
-	target := u.String()
+	target := c.target(req)
 	for attempt := 0; ; attempt++ {
-		rep, err := c.send(ctx, req, target, body)
+		rep, err := c.send(ctx, req, target, body, pooled)
 		if err != nil {
 			return reply{}, err
 		}
@@ -153,6 +173,7 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 			return rep, nil
 		}
 		apiErr := newError(rep)
+		rep.release()
 		if rep.status != http.StatusServiceUnavailable || attempt >= c.retries {
 			return reply{}, apiErr
 		}
@@ -170,9 +191,42 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	}
 }
 
-func (c *Client) send(ctx context.Context, req call, target string, body []byte) (reply, error) {
+// target returns the URL of req: the base, the escaped path segments and
+// the query.
+func (c *Client) target(req call) string {
+	var b strings.Builder
+	n := len(c.prefix)
+	for _, seg := range req.path {
+		n += 1 + len(seg)
+	}
+	b.Grow(n + 8)
+	b.WriteString(c.prefix)
+	for _, seg := range req.path {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(seg))
+	}
+	if q := req.query.Encode(); q != "" {
+		b.WriteByte('?')
+		b.WriteString(q)
+	}
+	return b.String()
+}
+
+// Header values every request shares: the transport copies or only reads
+// a request's header, never changes its values.
+var (
+	acceptJSON  = []string{"application/json"}
+	contentJSON = []string{"application/json"}
+)
+
+// send makes one attempt at req. body is in pooled, when that is not nil.
+func (c *Client) send(ctx context.Context, req call, target string, body []byte, pooled *sharedBuffer) (reply, error) {
 	var rd io.Reader
-	if body != nil {
+	switch {
+	case pooled != nil:
+		pooled.refs.Add(1)
+		rd = &pooledBody{Reader: bytes.NewReader(body), shared: pooled}
+	case body != nil:
 		rd = bytes.NewReader(body)
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, target, rd)
@@ -180,25 +234,60 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 		return reply{}, fmt.Errorf("client: %w", err)
 	}
 	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
+		hr.ContentLength = int64(len(body))
+		hr.Header["Content-Type"] = contentJSON
 	}
-	hr.Header.Set("Accept", "application/json")
+	hr.Header["Accept"] = acceptJSON
 	if c.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if req.ifNone != "" {
-		hr.Header.Set("If-None-Match", req.ifNone)
+		hr.Header["If-None-Match"] = []string{req.ifNone}
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		return reply{}, fmt.Errorf("client: %s %s: %w", req.method, target, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
+	if resp.ContentLength > maxResponseBytes {
+		return reply{}, fmt.Errorf("client: %s %s: a response of %d bytes, over the %d this client reads", req.method, target, resp.ContentLength, maxResponseBytes)
+	}
+	var from io.Reader = resp.Body
+	if resp.ContentLength < 0 {
+		from = io.LimitReader(resp.Body, maxResponseBytes)
+	}
+	buf := bytebufferpool.Get()
+	if _, err := buf.ReadFrom(from); err != nil {
+		bytebufferpool.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return reply{status: resp.StatusCode, header: resp.Header, body: buf.B, buf: buf}, nil
+}
+
+// sharedBuffer is a pooled buffer that goes back to its pool when its last
+// holder releases it.
+type sharedBuffer struct {
+	buf  *bytebufferpool.ByteBuffer
+	refs atomic.Int32
+}
+
+func (s *sharedBuffer) release() {
+	if s.refs.Add(-1) == 0 {
+		bytebufferpool.Put(s.buf)
+	}
+}
+
+// pooledBody is a request body read from a sharedBuffer, released when the
+// transport closes the body (it always does, maybe after Do returned).
+type pooledBody struct {
+	*bytes.Reader
+	shared *sharedBuffer
+	once   sync.Once
+}
+
+func (p *pooledBody) Close() error {
+	p.once.Do(p.shared.release)
+	return nil
 }
 
 // maxResponseBytes bounds what the client reads of one response; a list of

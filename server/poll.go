@@ -111,16 +111,21 @@ func (s *Server) writeVersion(w http.ResponseWriter, r *http.Request, v version)
 		s.responses.Set(v.key, body)
 	}
 	h := w.Header()
-	h.Set("ETag", v.etag)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", "application/json")
+	h["Etag"] = []string{v.etag}
+	h["Cache-Control"] = noCache
+	h["Content-Type"] = jsonContentType
 	w.Write(body)
 	return true
 }
 
+// noCache is the Cache-Control header's value of every polled answer,
+// shared like jsonContentType.
+var noCache = []string{"no-cache"}
+
 func notModified(w http.ResponseWriter, etag string) {
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "no-cache")
+	h := w.Header()
+	h["Etag"] = []string{etag}
+	h["Cache-Control"] = noCache
 	w.WriteHeader(http.StatusNotModified)
 }
 
