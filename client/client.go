@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -117,9 +115,8 @@ type call struct {
 	path   []string // segments, escaped by do
 	query  url.Values
 	body   any // marshalled to JSON when not nil
-	// encoded, if not nil, is the body already encoded (instead of body);
-	// the call owns it, and it goes back to its pool once sent.
-	encoded *bytebufferpool.ByteBuffer
+	// encoded, if not nil, is the body already encoded (instead of body).
+	encoded []byte
 	ifNone  string // If-None-Match, for polls
 }
 
@@ -143,21 +140,10 @@ func (r reply) release() {
 // server's error as an *Error.
 func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	if err := checkUTF8(req); err != nil {
-		if req.encoded != nil {
-			bytebufferpool.Put(req.encoded)
-		}
 		return reply{}, err
 	}
-	var body []byte
-	var pooled *sharedBuffer
-	if req.encoded != nil {
-		body = req.encoded.B
-		// The transport may read a body after Do returns: the buffer goes
-		// back once every attempt's body is closed, and do is done.
-		pooled = &sharedBuffer{buf: req.encoded}
-		pooled.refs.Store(1)
-		defer pooled.release()
-	} else if req.body != nil {
+	body := req.encoded
+	if body == nil && req.body != nil {
 		var err error
 		if body, err = json.Marshal(req.body); err != nil {
 			return reply{}, fmt.Errorf("client: encoding request: %w", err)
@@ -165,7 +151,7 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	}
 	target := c.target(req)
 	for attempt := 0; ; attempt++ {
-		rep, err := c.send(ctx, req, target, body, pooled)
+		rep, err := c.send(ctx, req, target, body)
 		if err != nil {
 			return reply{}, err
 		}
@@ -219,14 +205,13 @@ var (
 	contentJSON = []string{"application/json"}
 )
 
-// send makes one attempt at req. body is in pooled, when that is not nil.
-func (c *Client) send(ctx context.Context, req call, target string, body []byte, pooled *sharedBuffer) (reply, error) {
+// send makes one attempt at req.
+func (c *Client) send(ctx context.Context, req call, target string, body []byte) (reply, error) {
+	// A *bytes.Reader body is one the transport knows to be in memory: it
+	// writes it with the header, in one write, and may read it after Do
+	// returns, so it cannot come from a pool.
 	var rd io.Reader
-	switch {
-	case pooled != nil:
-		pooled.refs.Add(1)
-		rd = &pooledBody{Reader: bytes.NewReader(body), shared: pooled}
-	case body != nil:
+	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, target, rd)
@@ -234,7 +219,6 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte,
 		return reply{}, fmt.Errorf("client: %w", err)
 	}
 	if body != nil {
-		hr.ContentLength = int64(len(body))
 		hr.Header["Content-Type"] = contentJSON
 	}
 	hr.Header["Accept"] = acceptJSON
@@ -262,32 +246,6 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte,
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
 	return reply{status: resp.StatusCode, header: resp.Header, body: buf.B, buf: buf}, nil
-}
-
-// sharedBuffer is a pooled buffer that goes back to its pool when its last
-// holder releases it.
-type sharedBuffer struct {
-	buf  *bytebufferpool.ByteBuffer
-	refs atomic.Int32
-}
-
-func (s *sharedBuffer) release() {
-	if s.refs.Add(-1) == 0 {
-		bytebufferpool.Put(s.buf)
-	}
-}
-
-// pooledBody is a request body read from a sharedBuffer, released when the
-// transport closes the body (it always does, maybe after Do returned).
-type pooledBody struct {
-	*bytes.Reader
-	shared *sharedBuffer
-	once   sync.Once
-}
-
-func (p *pooledBody) Close() error {
-	p.once.Do(p.shared.release)
-	return nil
 }
 
 // maxResponseBytes bounds what the client reads of one response; a list of

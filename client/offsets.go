@@ -76,12 +76,15 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 			}
 		}
 	}
-	body := bytebufferpool.Get()
-	body.B = wire.AppendCommitStart(body.B, generation)
+	// Encoded in a pooled buffer, sent from a copy of the exact size (see
+	// send).
+	buf := bytebufferpool.Get()
+	buf.B = wire.AppendCommitStart(buf.B, generation)
 	for i, o := range offsets {
-		body.B = wire.AppendCommitOffset(body.B, i == 0, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata)
+		buf.B = wire.AppendCommitOffset(buf.B, i == 0, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata)
 	}
-	body.B = wire.AppendCommitEnd(body.B)
+	body := bytes.Clone(wire.AppendCommitEnd(buf.B))
+	bytebufferpool.Put(buf)
 	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, encoded: body})
 	if err != nil {
 		return 0, err
