@@ -227,7 +227,7 @@ func (c *Coordinator) WatchGroup(group string) (version uint64, changed <-chan s
 		return 0, nil, nil, err
 	}
 	// Watch before reading, so that a change between the two is not missed.
-	changed, stop = p.watchers.watch(watchKey{watchGroup, group})
+	changed, stop = p.watchers.watchGroup(group)
 	info, _ := p.offsets.Info(group)
 	return info.Version, changed, stop, nil
 }

@@ -442,7 +442,7 @@ func (c *Coordinator) WatchStaticTopic(topic string) (mappings, switches <-chan 
 		return nil, nil, nil, err
 	}
 	switches = c.switched.wait()
-	mappings, stop = p.watchers.watch(watchKey{watchTopic, topic})
+	mappings, stop = p.watchers.watchTopic(topic)
 	return mappings, switches, stop, nil
 }
 

@@ -7,22 +7,8 @@ import (
 	"github.com/offsetd/offsetd/log"
 )
 
-// watchKind tells a group's watch from a static topic's: a group and a
-// topic may have the same name.
-type watchKind byte
-
-const (
-	watchGroup watchKind = 'g'
-	watchTopic watchKind = 't' // the topic's mappings, hence its routes
-)
-
-type watchKey struct {
-	kind watchKind
-	name string
-}
-
-// watch is the channel the watchers of one key wait on, and how many of
-// them there are.
+// watch is the channel the watchers of one group or static topic wait on,
+// and how many of them there are.
 type watch struct {
 	ch      chan struct{}
 	waiting int
@@ -30,26 +16,37 @@ type watch struct {
 
 // watchers wakes the long polls of one partition when what each watches
 // changes: a group, or a static topic's mappings. A poll on one group
-// sleeps through the batches of every other group of its partition. Keys
+// sleeps through the batches of every other group of its partition. Names
 // are held only while someone watches them, so names polled once (or
 // never written) cost nothing afterwards.
 type watchers struct {
-	mu   sync.Mutex
-	keys map[watchKey]*watch // guarded by mu
+	mu sync.Mutex
+	// groups and topics map a name to its watch; two maps, since a group
+	// and a topic may have the same name. Both guarded by mu.
+	groups, topics map[string]*watch
 }
 
-// watch returns a channel closed at the next change of key, and stop,
-// which the caller must call once it no longer waits.
-func (ws *watchers) watch(key watchKey) (changed <-chan struct{}, stop func()) {
+// watchGroup returns a channel closed at the next change of group, and
+// stop, which the caller must call once it no longer waits.
+func (ws *watchers) watchGroup(group string) (changed <-chan struct{}, stop func()) {
+	return ws.watch(&ws.groups, group)
+}
+
+// watchTopic is watchGroup for a static topic's mappings.
+func (ws *watchers) watchTopic(topic string) (changed <-chan struct{}, stop func()) {
+	return ws.watch(&ws.topics, topic)
+}
+
+func (ws *watchers) watch(m *map[string]*watch, name string) (<-chan struct{}, func()) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.keys == nil {
-		ws.keys = make(map[watchKey]*watch)
+	if *m == nil {
+		*m = make(map[string]*watch)
 	}
-	w := ws.keys[key]
+	w := (*m)[name]
 	if w == nil {
 		w = &watch{ch: make(chan struct{})}
-		ws.keys[key] = w
+		(*m)[name] = w
 	}
 	w.waiting++
 	var once sync.Once
@@ -57,19 +54,20 @@ func (ws *watchers) watch(key watchKey) (changed <-chan struct{}, stop func()) {
 		once.Do(func() {
 			ws.mu.Lock()
 			defer ws.mu.Unlock()
-			// A fired watch has left the map; a later one may hold the key.
-			if w.waiting--; w.waiting == 0 && ws.keys[key] == w {
-				delete(ws.keys, key)
+			// A fired watch has left the map; a later one may hold the name.
+			if w.waiting--; w.waiting == 0 && (*m)[name] == w {
+				delete(*m, name)
 			}
 		})
 	}
 }
 
-// fire wakes every watcher of key. Callers hold mu.
-func (ws *watchers) fire(key watchKey) {
-	if w, ok := ws.keys[key]; ok {
+// fire wakes every watcher of name in m. Callers hold mu. The lookup of
+// string(name) does not allocate.
+func fire(m map[string]*watch, name []byte) {
+	if w, ok := m[string(name)]; ok {
 		close(w.ch)
-		delete(ws.keys, key)
+		delete(m, string(name))
 	}
 }
 
@@ -80,24 +78,27 @@ func (ws *watchers) fire(key watchKey) {
 func (ws *watchers) wake(entries []log.Entry) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if len(ws.keys) == 0 {
+	if len(ws.groups) == 0 && len(ws.topics) == 0 {
 		return
 	}
 	for _, e := range entries {
 		d := decoder{b: e.Payload}
 		switch e.Type {
 		case recCommit, recDeleteOffsets, recDeleteGroup:
-			ws.fire(watchKey{watchGroup, string(d.bytes())})
+			fire(ws.groups, d.bytes())
 		case recExpireGroups:
 			for n := d.int(); n > 0 && !d.bad; n-- {
-				ws.fire(watchKey{watchGroup, string(d.bytes())})
+				fire(ws.groups, d.bytes())
 			}
 		case recMapping:
+			if len(ws.topics) == 0 {
+				continue
+			}
 			var m struct {
 				Topic string `json:"topic"`
 			}
 			if json.Unmarshal(e.Payload, &m) == nil {
-				ws.fire(watchKey{watchTopic, m.Topic})
+				fire(ws.topics, []byte(m.Topic))
 			}
 		}
 	}

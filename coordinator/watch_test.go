@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/offsetd/offsetd/log"
 )
 
 // closed reports whether a watch's channel is closed. Every call that
@@ -87,7 +89,7 @@ func TestWatchGroup(t *testing.T) {
 		stop()
 	}
 	for _, p := range c.parts {
-		if n := len(p.watchers.keys); n != 0 {
+		if n := len(p.watchers.groups) + len(p.watchers.topics); n != 0 {
 			t.Fatalf("partition %d holds %d watches after every watcher stopped", p.id, n)
 		}
 	}
@@ -125,5 +127,21 @@ func TestWatchStaticTopic(t *testing.T) {
 	}
 	if !closed(changed) {
 		t.Fatal("a new mapping of the topic did not wake its watch")
+	}
+}
+
+// The writer wakes watchers after every batch: with watchers present, a
+// batch of commits of other groups costs it no allocation.
+func TestWakeAllocatesNothing(t *testing.T) {
+	var ws watchers
+	_, stop := ws.watchGroup("watched")
+	defer stop()
+	entries := []log.Entry{
+		{Type: recCommit, Payload: encodeCommit(nil, "a", -1, 1, []OffsetCommit{{Topic: "t", Offset: 1}})},
+		{Type: recDeleteGroup, Payload: encodeDeleteGroup(nil, "b")},
+		{Type: recExpireGroups, Payload: encodeExpireGroups(nil, []string{"c", "d"})},
+	}
+	if n := testing.AllocsPerRun(100, func() { ws.wake(entries) }); n != 0 {
+		t.Fatalf("wake allocated %.0f times per batch", n)
 	}
 }
