@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -33,4 +34,23 @@ func FuzzDecodeGroupOffsets(f *testing.F) {
 			t.Fatalf("%q: fast path read %+v, encoding/json %+v", body, g, want)
 		}
 	})
+}
+
+// Reading a group's 128 offsets allocates the slice and each distinct
+// name once (8 topics, one metadata, the group), not a string per field.
+func TestDecodeGroupOffsetsAllocations(t *testing.T) {
+	body := []byte(`{"group":"g","version":9,"generation":3,"offsets":[`)
+	for i := range 128 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"topic":"orders-%d","partition":%d,"offset":%d,"leaderEpoch":-1,"metadata":"consumer-1","commitTime":1700000000000}`, i/16, i%16, i)
+	}
+	body = append(body, "]}\n"...)
+	if g, ok := decodeGroupOffsets(body); !ok || len(g.Offsets) != 128 {
+		t.Fatalf("decodeGroupOffsets = %d offsets, ok %v", len(g.Offsets), ok)
+	}
+	if n := testing.AllocsPerRun(50, func() { decodeGroupOffsets(body) }); n > 11 {
+		t.Errorf("reading 128 offsets allocated %.0f times, want at most 11", n)
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -99,5 +100,37 @@ func TestDecodeCommitFastPath(t *testing.T) {
 	_, offsets, _ := decodeCommit([]byte(`{"offsets":[{"topic":"orders","partition":0,"offset":1},{"topic":"orders","partition":1,"offset":2}]}`))
 	if len(offsets) != 2 || unsafe.StringData(offsets[0].Topic) != unsafe.StringData(offsets[1].Topic) {
 		t.Errorf("offsets of one topic hold two copies of its name: %+v", offsets)
+	}
+}
+
+// The hot paths' decoding and encoding allocate only what they return: a
+// commit of 16 offsets of one topic, its offsets slice and two strings
+// (the topic and the shared metadata); a group's answer, its one copy
+// for the response cache.
+func TestHotPathAllocations(t *testing.T) {
+	body := []byte(`{"generation":3,"offsets":[`)
+	for p := range 16 {
+		if p > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, `{"topic":"orders","partition":`...)
+		body = strconv.AppendInt(body, int64(p), 10)
+		body = append(body, `,"offset":42,"leaderEpoch":-1,"metadata":"consumer-1"}`...)
+	}
+	body = append(body, "]}"...)
+	if _, offsets, ok := decodeCommit(body); !ok || len(offsets) != 16 {
+		t.Fatalf("decodeCommit = %d offsets, ok %v", len(offsets), ok)
+	}
+	if n := testing.AllocsPerRun(100, func() { decodeCommit(body) }); n > 3 {
+		t.Errorf("decoding a commit of 16 offsets allocated %.0f times, want at most 3", n)
+	}
+	offsets := make([]coordinator.PartitionOffset, 128)
+	for i := range offsets {
+		offsets[i] = coordinator.PartitionOffset{Topic: "orders-" + strconv.Itoa(i/16), Partition: int32(i % 16),
+			Offset: coordinator.Offset{Offset: int64(i), LeaderEpoch: -1, Metadata: "consumer-1", CommitTime: time.UnixMilli(1700000000000)}}
+	}
+	info := coordinator.GroupInfo{Version: 9, Generation: 3}
+	if n := testing.AllocsPerRun(100, func() { encodeGroupOffsets("g", "", offsets, info) }); n > 1 {
+		t.Errorf("encoding a group of 128 offsets allocated %.0f times, want 1", n)
 	}
 }
