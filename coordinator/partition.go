@@ -76,7 +76,9 @@ type partition struct {
 	// was captured at, where that is past the snapshot's own index.
 	capturedAt map[string]uint64
 
-	changed *signal // fires after every applied batch
+	// watchers are the long polls waiting for a group or static topic of
+	// the partition to change.
+	watchers watchers
 
 	// Snapshot state, owned by the loader, then by the writer goroutine.
 	snapshotBytes int64 // the least journal bytes between two snapshots
@@ -173,7 +175,6 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 		switched:  switched,
 		batchGen:  make(map[string]int32),
 		topics:    make(map[string]string),
-		changed:   newSignal(),
 
 		snapshotBytes: snapshotFloor(opts),
 		snapInterval:  opts.SnapshotInterval,
@@ -390,7 +391,7 @@ func (p *partition) finish() {
 		}
 		w.SetApplied(p.applied)
 	})
-	p.changed.fire()
+	p.watchers.wake(b.entries)
 	for i, e := range b.reqs {
 		e.req.done <- result{index: first + uint64(i), out: e.out}
 	}
