@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -13,6 +16,11 @@ import (
 // restartWrites is how many times the restart benchmark writes every key
 // before it restarts: the log holds that much history.
 const restartWrites = 6
+
+// restartProfile names a file to write a CPU profile of the restarts to:
+// the restarts, not the loading before them.
+// Samples of the restart carry the label phase=restart (pprof -tagfocus).
+var restartProfile = flag.String("restart.cpuprofile", "", "write a CPU profile of BenchmarkRestart's restarts to `file`")
 
 // BenchmarkRestart measures a restart: the time from opening a store that
 // holds the whole key space, each key written restartWrites times, to its
@@ -44,6 +52,17 @@ func benchRestart(b *testing.B, sys system, writes int) {
 	step := stride % keys
 	var heap uint64
 	replayed := 0
+	if *restartProfile != "" {
+		f, err := os.Create(*restartProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.StopTimer()
@@ -53,21 +72,33 @@ func benchRestart(b *testing.B, sys system, writes int) {
 		before := liveHeap()
 
 		b.StartTimer()
-		s, err := sys.open(dir, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		o, ok, err := s.(reader).Fetch(group, topic, partition)
-		if errors.Is(err, coordinator.ErrLoading) {
-			// Options that load in the background answer "loading" until
-			// the partition is ready: wait, then fetch again.
-			if w, canWait := s.(interface{ WaitReady(context.Context) error }); canWait {
-				if err = w.WaitReady(context.Background()); err == nil {
-					o, ok, err = s.(reader).Fetch(group, topic, partition)
+		var (
+			s   committer
+			o   coordinator.Offset
+			ok  bool
+			err error
+		)
+		// The label marks the restart's own goroutines (they inherit it) in
+		// the profile, apart from the collections liveHeap forces.
+		pprof.Do(context.Background(), pprof.Labels("phase", "restart"), func(context.Context) {
+			if s, err = sys.open(dir, 1); err != nil {
+				return
+			}
+			o, ok, err = s.(reader).Fetch(group, topic, partition)
+			if errors.Is(err, coordinator.ErrLoading) {
+				// Options that load in the background answer "loading" until
+				// the partition is ready: wait, then fetch again.
+				if w, canWait := s.(interface{ WaitReady(context.Context) error }); canWait {
+					if err = w.WaitReady(context.Background()); err == nil {
+						o, ok, err = s.(reader).Fetch(group, topic, partition)
+					}
 				}
 			}
-		}
+		})
 		b.StopTimer()
+		if s == nil {
+			b.Fatal(err)
+		}
 
 		if err != nil || !ok {
 			b.Fatalf("first fetch after open: ok %v, err %v", ok, err)
