@@ -121,7 +121,15 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 	}
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
-	var entries []cache.Entry
+	keys, groups, topics := p.offsets.Sizes()
+	if err := w.Add(recSnapSizes, encodeSnapSizes(buf.B[:0], groups, topics, keys)); err != nil {
+		w.Abort()
+		return 0, err
+	}
+	var (
+		entries []cache.Entry
+		enc     snapWriter
+	)
 	for i, name := range p.offsets.Groups(nil) {
 		if i%256 == 0 {
 			select {
@@ -140,8 +148,8 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 		}
 		for len(entries) > 0 {
 			n := min(len(entries), maxSnapEntries)
-			buf.B = encodeSnapGroup(buf.B[:0], name, info, at, entries[:n])
-			if err := w.Add(recSnapGroup, buf.B); err != nil {
+			buf.B = enc.encode(buf.B[:0], name, info, at, entries[:n])
+			if err := w.Add(recSnapGroups, buf.B); err != nil {
 				w.Abort()
 				return 0, err
 			}

@@ -1,0 +1,191 @@
+package cache
+
+import "slices"
+
+// OffsetsWriter changes a table; it is valid only inside Update.
+type OffsetsWriter struct {
+	t *Offsets
+}
+
+// SetApplied records that the table now holds every log entry up to index.
+func (w OffsetsWriter) SetApplied(index uint64) { w.t.applied = index }
+
+// Reserve makes room for groups more groups and topics more group and
+// topic pairs (a snapshot says how many), so that loading does not grow
+// the table's maps step by step.
+func (w OffsetsWriter) Reserve(groups, topics int) {
+	t := w.t
+	if len(t.groups) == 0 && groups > 0 {
+		t.groups = make(map[string]*group, groups)
+	}
+	if len(t.topics) == 0 && topics > 0 {
+		t.topics = make(map[groupTopic]*partitions, topics)
+	}
+}
+
+// Put stores v as the latest offset of key in group, overwriting any older
+// value, and records version as the group's last change.
+func (w OffsetsWriter) Put(groupName string, version uint64, key TopicPartition, v Offset) {
+	tw := w.Topic(groupName, key.Topic, version)
+	tw.Put(key.Partition, v)
+}
+
+// Topic returns a writer of the offsets of group on topic at version: a
+// record's offsets mostly come in runs of one topic, and each run then
+// costs one lookup rather than one per offset.
+func (w OffsetsWriter) Topic(groupName, topic string, version uint64) TopicWriter {
+	return TopicWriter{t: w.t, group: groupName, topic: topic, version: version}
+}
+
+// TopicWriter puts offsets of one group on one topic; it is valid only
+// inside the Update that made it.
+type TopicWriter struct {
+	t            *Offsets
+	group, topic string
+	version      uint64
+	g            *group
+	ps           *partitions
+}
+
+// Reserve makes room for count offsets of partition numbers below n (a
+// snapshot says so), if they are dense enough to sit in a slice.
+func (tw *TopicWriter) Reserve(n, count int) {
+	tw.find()
+	if n < max(minDense, 2*(tw.ps.live+count)+2) {
+		tw.ps.grow(n)
+	}
+}
+
+// find finds or makes the group and its topic.
+func (tw *TopicWriter) find() {
+	if tw.ps != nil {
+		return
+	}
+	t := tw.t
+	g := t.groups[tw.group]
+	if g == nil {
+		g = &group{name: tw.group, info: GroupInfo{Generation: -1}}
+		t.groups[g.name] = g
+	}
+	i, ok := g.find(tw.topic)
+	if ok {
+		tw.g, tw.ps = g, g.topics[i]
+		return
+	}
+	ps := &partitions{topic: t.intern(tw.topic)}
+	g.topics = slices.Insert(g.topics, i, ps)
+	t.topics[groupTopic{g.name, ps.topic}] = ps
+	tw.g, tw.ps = g, ps
+}
+
+// Put stores v as the latest offset of the topic's partition.
+func (tw *TopicWriter) Put(partition int32, v Offset) {
+	tw.find()
+	if tw.ps.put(partition, v) {
+		tw.t.keys++
+		tw.g.info.Offsets++
+	}
+	tw.g.info.Version = tw.version
+	tw.g.info.LastCommit = max(tw.g.info.LastCommit, v.CommitTime)
+}
+
+// SetInfo sets the version, last commit time and generation of a group that
+// has offsets, as a snapshot recorded them.
+func (w OffsetsWriter) SetInfo(groupName string, version uint64, lastCommit int64, gen int32) {
+	if g := w.t.groups[groupName]; g != nil {
+		g.info.Version = version
+		g.info.LastCommit = max(g.info.LastCommit, lastCommit)
+		g.info.Generation = max(g.info.Generation, gen)
+	}
+}
+
+// SetGeneration raises the group's highest generation to gen. It applies only
+// to a group that has offsets: a generation alone keeps no group alive.
+func (w OffsetsWriter) SetGeneration(groupName string, gen int32) {
+	if g := w.t.groups[groupName]; g != nil && gen > g.info.Generation {
+		g.info.Generation = gen
+	}
+}
+
+// Delete removes one key of group; a group left without keys disappears.
+func (w OffsetsWriter) Delete(groupName string, version uint64, key TopicPartition) {
+	t := w.t
+	g := t.groups[groupName]
+	if g == nil {
+		return
+	}
+	i, ok := g.find(key.Topic)
+	if !ok || !g.topics[i].delete(key.Partition) {
+		return
+	}
+	t.keys--
+	g.info.Offsets--
+	g.info.Version = version
+	if ps := g.topics[i]; ps.live == 0 {
+		delete(t.topics, groupTopic{g.name, ps.topic})
+		g.topics = slices.Delete(g.topics, i, i+1)
+	}
+	if len(g.topics) == 0 {
+		delete(t.groups, g.name)
+	}
+}
+
+// DeleteGroup removes every key of group.
+func (w OffsetsWriter) DeleteGroup(groupName string) {
+	t := w.t
+	g := t.groups[groupName]
+	if g == nil {
+		return
+	}
+	for _, ps := range g.topics {
+		delete(t.topics, groupTopic{g.name, ps.topic})
+	}
+	t.keys -= g.info.Offsets
+	delete(t.groups, g.name)
+}
+
+// Has reports whether group holds key, seen from inside the batch.
+func (w OffsetsWriter) Has(groupName string, key TopicPartition) bool {
+	ps := w.t.topics[groupTopic{groupName, key.Topic}]
+	return ps != nil && ps.has(key.Partition)
+}
+
+// GroupName returns the table's own string for the group named b, so that a
+// replayed record does not allocate a copy of a name the table already holds.
+func (w OffsetsWriter) GroupName(b []byte) string {
+	if g := w.t.groups[string(b)]; g != nil {
+		return g.name
+	}
+	return string(b)
+}
+
+// TopicName returns the table's own string for the topic named b: groups
+// share a few topics, so each name is held once however many groups
+// commit to it.
+func (w OffsetsWriter) TopicName(b []byte) string {
+	t := w.t
+	if string(b) == t.last {
+		return t.last
+	}
+	s, ok := t.names[string(b)]
+	if !ok {
+		s = string(b)
+		t.names[s] = s
+	}
+	t.last = s
+	return s
+}
+
+// intern returns the table's own string for topic.
+func (t *Offsets) intern(topic string) string {
+	if topic == t.last {
+		return t.last
+	}
+	s, ok := t.names[topic]
+	if !ok {
+		s = topic
+		t.names[s] = s
+	}
+	t.last = s
+	return s
+}
