@@ -71,11 +71,12 @@ type Offsets struct {
 	keys    int                        // guarded by mu
 	applied uint64                     // guarded by mu; the log index the table is at
 	last    string                     // guarded by mu; the topic name interned last
+	md      metadataTable              // guarded by mu
 }
 
 // NewOffsets returns an empty table.
 func NewOffsets() *Offsets {
-	return &Offsets{groups: make(map[string]*group), topics: make(map[groupTopic]*partitions), names: make(map[string]string)}
+	return &Offsets{groups: make(map[string]*group), topics: make(map[groupTopic]*partitions), names: make(map[string]string), md: newMetadataTable()}
 }
 
 // Get returns the latest offset of group on topic and partition.
@@ -85,10 +86,26 @@ func (t *Offsets) Get(groupName, topic string, partition int32) (Offset, bool) {
 	var v Offset
 	ok := false
 	if ps != nil {
-		v, ok = ps.get(partition)
+		var s slot
+		if s, ok = ps.get(partition); ok {
+			v = t.offset(s)
+		}
 	}
 	t.mu.RUnlock()
 	return v, ok
+}
+
+// offset returns the value a slot holds; t.mu must be held.
+func (t *Offsets) offset(s slot) Offset {
+	return Offset{Offset: s.offset, LeaderEpoch: s.epoch, Metadata: t.md.strs[s.metadata], CommitTime: s.commitTime}
+}
+
+// appendEntries appends the offsets of ps to dst; t.mu must be held.
+func (t *Offsets) appendEntries(dst []Entry, ps *partitions) []Entry {
+	ps.each(func(p int32, s slot) {
+		dst = append(dst, Entry{TopicPartition{ps.topic, p}, t.offset(s)})
+	})
+	return dst
 }
 
 // Group appends the group's offsets to dst, sorted by topic then partition,
@@ -116,7 +133,7 @@ func (t *Offsets) GroupAt(groupName string, dst []Entry) (entries []Entry, info 
 	}
 	dst = slices.Grow(dst, g.info.Offsets)
 	for _, ps := range g.topics {
-		dst = ps.appendEntries(dst)
+		dst = t.appendEntries(dst, ps)
 	}
 	return dst, g.info, t.applied, true
 }
@@ -155,13 +172,11 @@ type GroupOffset struct {
 func (t *Offsets) Topic(topic string, dst []GroupOffset) []GroupOffset {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	var entries []Entry
 	for name, g := range t.groups {
 		if i, ok := g.find(topic); ok {
-			entries = g.topics[i].appendEntries(entries[:0])
-			for _, e := range entries {
-				dst = append(dst, GroupOffset{Group: name, Partition: e.Partition, Offset: e.Offset.Offset})
-			}
+			g.topics[i].each(func(p int32, s slot) {
+				dst = append(dst, GroupOffset{Group: name, Partition: p, Offset: s.offset})
+			})
 		}
 	}
 	return dst

@@ -10,18 +10,15 @@ import (
 // partitions, numbered from 0.
 const minDense = 32
 
-// slot is one partition's offset in a dense run. It is an Offset with a
-// live mark packed into its padding (40 bytes, as Offset).
+// slot is one partition's offset: its metadata is a number in the table's
+// metadataTable, so a slot holds no pointer (32 bytes, never scanned by
+// the garbage collector).
 type slot struct {
 	offset     int64
 	commitTime int64
-	metadata   string
+	metadata   uint32
 	epoch      int32
 	live       bool
-}
-
-func (s *slot) value() Offset {
-	return Offset{Offset: s.offset, LeaderEpoch: s.epoch, Metadata: s.metadata, CommitTime: s.commitTime}
 }
 
 // partitions are the offsets of one group on one topic. Partition numbers
@@ -31,22 +28,22 @@ func (s *slot) value() Offset {
 // a huge slice.
 type partitions struct {
 	topic  string
-	live   int              // live offsets, in dense and sparse together
-	dense  []slot           // by partition number
-	sparse map[int32]Offset // numbers outside dense; nil when none
+	live   int            // live offsets, in dense and sparse together
+	dense  []slot         // by partition number
+	sparse map[int32]slot // numbers outside dense; nil when none
 }
 
-// get returns the offset of partition p.
-func (ps *partitions) get(p int32) (Offset, bool) {
+// get returns the slot of partition p.
+func (ps *partitions) get(p int32) (slot, bool) {
 	if uint32(p) < uint32(len(ps.dense)) {
-		s := &ps.dense[p]
-		return s.value(), s.live
+		s := ps.dense[p]
+		return s, s.live
 	}
 	if ps.sparse == nil {
-		return Offset{}, false
+		return slot{}, false
 	}
-	v, ok := ps.sparse[p]
-	return v, ok
+	s, ok := ps.sparse[p]
+	return s, ok
 }
 
 // denseFor reports whether partition p belongs in the dense slice, growing
@@ -58,85 +55,90 @@ func (ps *partitions) denseFor(p int32) bool {
 	if p < 0 || int(p) >= max(minDense, 2*ps.live+2) {
 		return false
 	}
-	ps.grow(int(p) + 1)
+	ps.grow(int(p)+1, 2*cap(ps.dense))
 	return true
 }
 
-// grow lengthens the dense slice to n numbers and moves the sparse offsets
-// it now covers into it.
-func (ps *partitions) grow(n int) {
-	old := len(ps.dense)
-	if n <= old {
+// grow lengthens the dense slice to n numbers, with room for at least
+// capacity, and moves the sparse offsets it now covers into it. Slots past
+// the length were never written (the length never shrinks), so they are
+// zero.
+func (ps *partitions) grow(n, capacity int) {
+	if n <= len(ps.dense) {
 		return
 	}
-	ps.dense = slices.Grow(ps.dense, n-old)[:n]
-	clear(ps.dense[old:])
-	for p, v := range ps.sparse {
+	if n <= cap(ps.dense) {
+		ps.dense = ps.dense[:n]
+	} else {
+		d := make([]slot, n, max(n, capacity))
+		copy(d, ps.dense)
+		ps.dense = d
+	}
+	for p, s := range ps.sparse {
 		if p >= 0 && int(p) < n {
-			ps.dense[p] = slot{offset: v.Offset, commitTime: v.CommitTime, metadata: v.Metadata, epoch: v.LeaderEpoch, live: true}
+			ps.dense[p] = s
 			delete(ps.sparse, p)
 		}
 	}
 }
 
-// put stores v for partition p and reports whether p was new.
-func (ps *partitions) put(p int32, v Offset) (added bool) {
+// put stores s (live) for partition p and returns the slot it replaced.
+func (ps *partitions) put(p int32, s slot) (old slot) {
 	if ps.denseFor(p) {
-		s := &ps.dense[p]
-		added = !s.live
-		*s = slot{offset: v.Offset, commitTime: v.CommitTime, metadata: v.Metadata, epoch: v.LeaderEpoch, live: true}
+		old = ps.dense[p]
+		ps.dense[p] = s
 	} else {
 		if ps.sparse == nil {
-			ps.sparse = make(map[int32]Offset)
+			ps.sparse = make(map[int32]slot)
 		}
-		n := len(ps.sparse)
-		ps.sparse[p] = v
-		added = len(ps.sparse) > n
+		old = ps.sparse[p]
+		ps.sparse[p] = s
 	}
-	if added {
+	if !old.live {
 		ps.live++
 	}
-	return added
+	return old
 }
 
-// delete removes partition p and reports whether it was there.
-func (ps *partitions) delete(p int32) bool {
+// delete removes partition p and returns the slot it held.
+func (ps *partitions) delete(p int32) (old slot) {
 	if uint32(p) < uint32(len(ps.dense)) {
-		s := &ps.dense[p]
-		if !s.live {
-			return false
-		}
-		*s = slot{}
-	} else {
-		if _, ok := ps.sparse[p]; !ok {
-			return false
-		}
+		old = ps.dense[p]
+		ps.dense[p] = slot{}
+	} else if old = ps.sparse[p]; old.live {
 		delete(ps.sparse, p)
 	}
-	ps.live--
-	return true
+	if old.live {
+		ps.live--
+	}
+	return old
 }
 
-// has reports whether partition p has an offset.
-func (ps *partitions) has(p int32) bool {
-	_, ok := ps.get(p)
-	return ok
-}
-
-// appendEntries appends the live offsets to dst by partition number.
-func (ps *partitions) appendEntries(dst []Entry) []Entry {
-	start := len(dst)
-	for i := range ps.dense {
-		if s := &ps.dense[i]; s.live {
-			dst = append(dst, Entry{TopicPartition{ps.topic, int32(i)}, s.value()})
+// each calls fn for every live slot, by partition number.
+func (ps *partitions) each(fn func(p int32, s slot)) {
+	if len(ps.sparse) == 0 {
+		for i, s := range ps.dense {
+			if s.live {
+				fn(int32(i), s)
+			}
+		}
+		return
+	}
+	keys := make([]int32, 0, len(ps.sparse))
+	for p := range ps.sparse {
+		keys = append(keys, p)
+	}
+	slices.SortFunc(keys, cmp.Compare)
+	i := 0
+	for ; i < len(keys) && keys[i] < 0; i++ {
+		fn(keys[i], ps.sparse[keys[i]])
+	}
+	for p, s := range ps.dense {
+		if s.live {
+			fn(int32(p), s)
 		}
 	}
-	if len(ps.sparse) == 0 {
-		return dst
+	for _, p := range keys[i:] {
+		fn(p, ps.sparse[p])
 	}
-	for p, v := range ps.sparse {
-		dst = append(dst, Entry{TopicPartition{ps.topic, p}, v})
-	}
-	slices.SortFunc(dst[start:], func(a, b Entry) int { return cmp.Compare(a.Partition, b.Partition) })
-	return dst
 }

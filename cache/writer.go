@@ -52,7 +52,7 @@ type TopicWriter struct {
 func (tw *TopicWriter) Reserve(n, count int) {
 	tw.find()
 	if n < max(minDense, 2*(tw.ps.live+count)+2) {
-		tw.ps.grow(n)
+		tw.ps.grow(n, n)
 	}
 }
 
@@ -81,7 +81,11 @@ func (tw *TopicWriter) find() {
 // Put stores v as the latest offset of the topic's partition.
 func (tw *TopicWriter) Put(partition int32, v Offset) {
 	tw.find()
-	if tw.ps.put(partition, v) {
+	md := &tw.t.md
+	old := tw.ps.put(partition, slot{offset: v.Offset, commitTime: v.CommitTime, metadata: md.ref(v.Metadata), epoch: v.LeaderEpoch, live: true})
+	if old.live {
+		md.unref(old.metadata)
+	} else {
 		tw.t.keys++
 		tw.g.info.Offsets++
 	}
@@ -115,9 +119,14 @@ func (w OffsetsWriter) Delete(groupName string, version uint64, key TopicPartiti
 		return
 	}
 	i, ok := g.find(key.Topic)
-	if !ok || !g.topics[i].delete(key.Partition) {
+	if !ok {
 		return
 	}
+	old := g.topics[i].delete(key.Partition)
+	if !old.live {
+		return
+	}
+	t.md.unref(old.metadata)
 	t.keys--
 	g.info.Offsets--
 	g.info.Version = version
@@ -139,6 +148,7 @@ func (w OffsetsWriter) DeleteGroup(groupName string) {
 	}
 	for _, ps := range g.topics {
 		delete(t.topics, groupTopic{g.name, ps.topic})
+		ps.each(func(_ int32, s slot) { t.md.unref(s.metadata) })
 	}
 	t.keys -= g.info.Offsets
 	delete(t.groups, g.name)
@@ -147,7 +157,11 @@ func (w OffsetsWriter) DeleteGroup(groupName string) {
 // Has reports whether group holds key, seen from inside the batch.
 func (w OffsetsWriter) Has(groupName string, key TopicPartition) bool {
 	ps := w.t.topics[groupTopic{groupName, key.Topic}]
-	return ps != nil && ps.has(key.Partition)
+	if ps == nil {
+		return false
+	}
+	_, ok := ps.get(key.Partition)
+	return ok
 }
 
 // GroupName returns the table's own string for the group named b, so that a

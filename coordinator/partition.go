@@ -379,8 +379,8 @@ func (p *partition) putOffsets(w cache.OffsetsWriter, group string, version uint
 		for _, tv := range r.topics {
 			tw := w.Topic(group, w.TopicName(tv.name), version)
 			tw.Reserve(tv.below, tv.end-tv.start)
-			for _, o := range r.offsets[tv.start:tv.end] {
-				tw.Put(o.partition, cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: mds[o.md], CommitTime: o.commitTime})
+			for _, o := range r.snap[tv.start:tv.end] {
+				tw.Put(o.partition, cache.Offset{Offset: o.offset, LeaderEpoch: o.epoch, Metadata: mds[o.md], CommitTime: o.commitTime})
 			}
 		}
 		return

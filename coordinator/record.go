@@ -213,7 +213,8 @@ type recordView struct {
 	enabled    bool         // global read
 	mapping    []byte       // mapping, as JSON
 	mds        [][]byte     // snapshot groups: the metadata table
-	topics     []topicView  // snapshot groups: the topics, each a run of offsets
+	topics     []topicView  // snapshot groups: the topics, each a run of snap
+	snap       []snapOffset // snapshot groups: the offsets
 	sizes      [3]int       // snapshot sizes: groups, topics, keys
 }
 
@@ -222,8 +223,7 @@ type offsetView struct {
 	partition   int32
 	offset      int64
 	leaderEpoch int32
-	metadata    []byte // snapshot groups: see md
-	md          int    // snapshot groups: the metadata's number, 0 for ""
+	metadata    []byte
 	commitTime  int64
 }
 
@@ -232,6 +232,7 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 	r.typ = typ
 	r.offsets = r.offsets[:0]
 	r.groups = r.groups[:0]
+	r.topics = r.topics[:0]
 	count := d.count
 	switch typ {
 	case recCommit:
@@ -370,6 +371,16 @@ func DecodeRecord(typ byte, payload []byte) (Record, error) {
 	}
 	for _, g := range v.groups {
 		r.Groups = append(r.Groups, string(g))
+	}
+	for _, tv := range v.topics {
+		for _, o := range v.snap[tv.start:tv.end] {
+			off, epoch := o.offset, o.epoch
+			ro := RecordOffset{Topic: string(tv.name), Partition: o.partition, Offset: &off, LeaderEpoch: &epoch, CommitTime: o.commitTime}
+			if o.md > 0 {
+				ro.Metadata = string(v.mds[o.md-1])
+			}
+			r.Offsets = append(r.Offsets, ro)
+		}
 	}
 	for _, o := range v.offsets {
 		ro := RecordOffset{Topic: string(o.topic), Partition: o.partition}

@@ -123,21 +123,29 @@ func encodeSnapSizes(dst []byte, groups, topics, keys int) []byte {
 	return e.b
 }
 
+// snapOffset is one offset of a compact snapshot record. It holds no
+// pointer: its topic is its topicView's, its metadata a number in the
+// record's table (0 for ""), so decoding a million of them writes no
+// pointer the garbage collector must see.
+type snapOffset struct {
+	partition, epoch, md int32
+	offset, commitTime   int64
+}
+
 // topicView is one topic of a compact snapshot record: its offsets are
-// offsets[start:end] of the record, of partitions below below.
+// snap[start:end] of the record, of partitions below below.
 type topicView struct {
 	name       []byte
 	start, end int
 	below      int
 }
 
-// decodeSnapGroups decodes a compact snapshot record into r; d is past
-// the group header. Every offset gets its topic and metadata as the other
-// records' do, and its metadata's number in offsetView.md, so that a
-// loader makes one string per number.
+// decodeSnapGroups decodes a compact snapshot record into r (topics, mds
+// and snap); d is past the group header.
 func (r *recordView) decodeSnapGroups(d *decoder) {
 	r.mds = r.mds[:0]
 	r.topics = r.topics[:0]
+	r.snap = r.snap[:0]
 	n := d.count()
 	for range n {
 		m := d.bytes()
@@ -149,7 +157,7 @@ func (r *recordView) decodeSnapGroups(d *decoder) {
 	topics := d.count()
 	epoch, md, commitTime := int32(-1), 0, r.lastCommit
 	for range topics {
-		tv := topicView{name: d.bytes(), start: len(r.offsets)}
+		tv := topicView{name: d.bytes(), start: len(r.snap)}
 		count := d.count()
 		partition, offset := int64(-1), int64(0)
 		for range count {
@@ -185,17 +193,13 @@ func (r *recordView) decodeSnapGroups(d *decoder) {
 				d.bad = true
 				return
 			}
-			o := offsetView{topic: tv.name, partition: int32(partition), offset: offset, leaderEpoch: epoch, md: md, commitTime: commitTime}
-			if md > 0 {
-				o.metadata = r.mds[md-1]
-			}
-			r.offsets = append(r.offsets, o)
+			r.snap = append(r.snap, snapOffset{partition: int32(partition), epoch: epoch, md: int32(md), offset: offset, commitTime: commitTime})
 			tv.below = max(tv.below, int(partition)+1)
 		}
 		if d.bad {
 			return
 		}
-		tv.end = len(r.offsets)
+		tv.end = len(r.snap)
 		r.topics = append(r.topics, tv)
 	}
 }
