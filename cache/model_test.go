@@ -41,7 +41,14 @@ func TestOffsetsModel(t *testing.T) {
 				switch op := rng.IntN(20); {
 				case op < 14:
 					v := Offset{Offset: rng.Int64(), LeaderEpoch: rng.Int32N(3) - 1, Metadata: mds[rng.IntN(len(mds))], CommitTime: rng.Int64N(1000)}
-					w.Put(g, uint64(step), TopicPartition{tp, k.partition}, v)
+					if rng.IntN(4) == 0 {
+						// As a snapshot loads: room first, then the offset.
+						tw := w.Topic(g, tp, uint64(step))
+						tw.Reserve(max(0, int(k.partition)+1), 1+rng.IntN(4))
+						tw.Put(k.partition, v)
+					} else {
+						w.Put(g, uint64(step), TopicPartition{tp, k.partition}, v)
+					}
 					model[k] = v
 				case op < 19:
 					// A partition that exists, most of the time.

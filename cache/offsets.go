@@ -72,6 +72,11 @@ type Offsets struct {
 	applied uint64                     // guarded by mu; the log index the table is at
 	last    string                     // guarded by mu; the topic name interned last
 	md      metadataTable              // guarded by mu
+	// Writer state, guarded by mu: the group written last, and the blocks
+	// new objects are cut from (see carve).
+	lastGroup *group
+	slab      []slot
+	spare     []partitions
 }
 
 // NewOffsets returns an empty table.

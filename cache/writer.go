@@ -51,9 +51,43 @@ type TopicWriter struct {
 // snapshot says so), if they are dense enough to sit in a slice.
 func (tw *TopicWriter) Reserve(n, count int) {
 	tw.find()
-	if n < max(minDense, 2*(tw.ps.live+count)+2) {
-		tw.ps.grow(n, n)
+	ps := tw.ps
+	switch {
+	case n >= max(minDense, 2*(ps.live+count)+2):
+	case cap(ps.dense) == 0 && ps.sparse == nil && n <= slabSlots/16:
+		ps.dense = tw.t.carve(n)
+	default:
+		ps.grow(n, n)
 	}
+}
+
+// Loading a snapshot makes hundreds of thousands of small objects that live
+// as long as the table. They are cut from larger blocks, which the loader
+// fills one after the other: one allocation per block, not per object.
+const (
+	slabSlots      = 4096 // slots per block
+	slabPartitions = 128  // partitions per block
+)
+
+// carve returns a dense slice of n slots cut from the current block. Its
+// capacity is n, so growing it later moves it out of the block.
+func (t *Offsets) carve(n int) []slot {
+	if cap(t.slab)-len(t.slab) < n {
+		t.slab = make([]slot, 0, slabSlots)
+	}
+	k := len(t.slab)
+	t.slab = t.slab[:k+n]
+	return t.slab[k : k+n : k+n]
+}
+
+// newPartitions returns a new, empty partitions from the current block.
+func (t *Offsets) newPartitions() *partitions {
+	if len(t.spare) == 0 {
+		t.spare = make([]partitions, slabPartitions)
+	}
+	ps := &t.spare[0]
+	t.spare = t.spare[1:]
+	return ps
 }
 
 // find finds or makes the group and its topic.
@@ -62,17 +96,21 @@ func (tw *TopicWriter) find() {
 		return
 	}
 	t := tw.t
-	g := t.groups[tw.group]
-	if g == nil {
-		g = &group{name: tw.group, info: GroupInfo{Generation: -1}}
-		t.groups[g.name] = g
+	g := t.lastGroup
+	if g == nil || g.name != tw.group {
+		if g = t.groups[tw.group]; g == nil {
+			g = &group{name: tw.group, info: GroupInfo{Generation: -1}, topics: make([]*partitions, 0, 4)}
+			t.groups[g.name] = g
+		}
+		t.lastGroup = g
 	}
 	i, ok := g.find(tw.topic)
 	if ok {
 		tw.g, tw.ps = g, g.topics[i]
 		return
 	}
-	ps := &partitions{topic: t.intern(tw.topic)}
+	ps := t.newPartitions()
+	ps.topic = t.intern(tw.topic)
 	g.topics = slices.Insert(g.topics, i, ps)
 	t.topics[groupTopic{g.name, ps.topic}] = ps
 	tw.g, tw.ps = g, ps
@@ -133,9 +171,10 @@ func (w OffsetsWriter) Delete(groupName string, version uint64, key TopicPartiti
 	if ps := g.topics[i]; ps.live == 0 {
 		delete(t.topics, groupTopic{g.name, ps.topic})
 		g.topics = slices.Delete(g.topics, i, i+1)
+		*ps = partitions{} // its block may outlive it
 	}
 	if len(g.topics) == 0 {
-		delete(t.groups, g.name)
+		t.forget(g)
 	}
 }
 
@@ -149,9 +188,18 @@ func (w OffsetsWriter) DeleteGroup(groupName string) {
 	for _, ps := range g.topics {
 		delete(t.topics, groupTopic{g.name, ps.topic})
 		ps.each(func(_ int32, s slot) { t.md.unref(s.metadata) })
+		*ps = partitions{} // its block may outlive it
 	}
 	t.keys -= g.info.Offsets
+	t.forget(g)
+}
+
+// forget removes group g from the table.
+func (t *Offsets) forget(g *group) {
 	delete(t.groups, g.name)
+	if t.lastGroup == g {
+		t.lastGroup = nil
+	}
 }
 
 // Has reports whether group holds key, seen from inside the batch.
@@ -167,6 +215,9 @@ func (w OffsetsWriter) Has(groupName string, key TopicPartition) bool {
 // GroupName returns the table's own string for the group named b, so that a
 // replayed record does not allocate a copy of a name the table already holds.
 func (w OffsetsWriter) GroupName(b []byte) string {
+	if g := w.t.lastGroup; g != nil && g.name == string(b) {
+		return g.name
+	}
 	if g := w.t.groups[string(b)]; g != nil {
 		return g.name
 	}
