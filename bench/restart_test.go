@@ -41,14 +41,25 @@ func BenchmarkRestart(b *testing.B) {
 			continue
 		}
 		b.Run(fmt.Sprintf("sys=%s/writes=%d", sys.name, restartWrites), func(b *testing.B) {
-			benchRestart(b, sys, restartWrites)
+			benchRestart(b, sys, workload, restartWrites)
+		})
+	}
+	if os.Getenv("BENCH_FULL") == "1" {
+		// A store ten times larger than the key space of the rest, written
+		// once: restart time and heap follow the live keys.
+		ks := newKeySpace("10M", restartLargeKeys/(topicsPerGroup*partitionsPerTopic))
+		b.Run("sys=offsetd/keys=10M/writes=1", func(b *testing.B) {
+			benchRestart(b, offsetdSystem, ks, 1)
 		})
 	}
 }
 
-func benchRestart(b *testing.B, sys system, writes int) {
-	dir := loadedDir(b, sys, writes)
-	keys := workload.keys()
+// restartLargeKeys is the live keys of the full run's large restart.
+const restartLargeKeys = 10_000_000
+
+func benchRestart(b *testing.B, sys system, ks *keySpace, writes int) {
+	dir := loadedDirOf(b, sys, ks, writes)
+	keys := ks.keys()
 	step := stride % keys
 	var heap uint64
 	replayed := 0
@@ -68,7 +79,7 @@ func benchRestart(b *testing.B, sys system, writes int) {
 	b.StopTimer()
 	for i := range b.N {
 		probe := (i + 1) * step % keys
-		group, topic, partition := workload.key(probe)
+		group, topic, partition := ks.key(probe)
 		before := liveHeap()
 
 		b.StartTimer()
