@@ -46,6 +46,15 @@ type groupTopic struct {
 	group, topic string
 }
 
+// topicRef is the value of the table's one lookup. It carries the dense
+// slots beside their partitions, so that a fetch goes from the map
+// straight to the slot; the writer stores it again whenever the slots
+// move or grow.
+type topicRef struct {
+	dense []slot
+	ps    *partitions
+}
+
 type group struct {
 	name   string
 	info   GroupInfo
@@ -65,13 +74,13 @@ func (g *group) find(topic string) (int, bool) {
 // are held once (interned), so a key costs its offset and little else.
 type Offsets struct {
 	mu      sync.RWMutex
-	groups  map[string]*group          // guarded by mu
-	topics  map[groupTopic]*partitions // guarded by mu
-	names   map[string]string          // guarded by mu; interned topic names
-	keys    int                        // guarded by mu
-	applied uint64                     // guarded by mu; the log index the table is at
-	last    string                     // guarded by mu; the topic name interned last
-	md      metadataTable              // guarded by mu
+	groups  map[string]*group       // guarded by mu
+	topics  map[groupTopic]topicRef // guarded by mu
+	names   map[string]string       // guarded by mu; interned topic names
+	keys    int                     // guarded by mu
+	applied uint64                  // guarded by mu; the log index the table is at
+	last    string                  // guarded by mu; the topic name interned last
+	md      metadataTable           // guarded by mu
 	// Writer state, guarded by mu: the group written last, and the blocks
 	// new objects are cut from (see carve).
 	lastGroup *group
@@ -81,20 +90,26 @@ type Offsets struct {
 
 // NewOffsets returns an empty table.
 func NewOffsets() *Offsets {
-	return &Offsets{groups: make(map[string]*group), topics: make(map[groupTopic]*partitions), names: make(map[string]string), md: newMetadataTable()}
+	return &Offsets{groups: make(map[string]*group), topics: make(map[groupTopic]topicRef), names: make(map[string]string), md: newMetadataTable()}
 }
 
 // Get returns the latest offset of group on topic and partition.
 func (t *Offsets) Get(groupName, topic string, partition int32) (Offset, bool) {
 	t.mu.RLock()
-	ps := t.topics[groupTopic{groupName, topic}]
-	var v Offset
-	ok := false
-	if ps != nil {
-		var s slot
-		if s, ok = ps.get(partition); ok {
-			v = t.offset(s)
-		}
+	r, found := t.topics[groupTopic{groupName, topic}]
+	var (
+		s  slot
+		v  Offset
+		ok bool
+	)
+	if uint32(partition) < uint32(len(r.dense)) {
+		s = r.dense[partition]
+		ok = s.live
+	} else if found {
+		s, ok = r.ps.get(partition)
+	}
+	if ok {
+		v = t.offset(s)
 	}
 	t.mu.RUnlock()
 	return v, ok
@@ -119,11 +134,6 @@ func (t *Offsets) appendEntries(dst []Entry, ps *partitions) []Entry {
 func (t *Offsets) Group(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
 	dst, info, _, ok = t.GroupAt(groupName, dst)
 	return dst, info, ok
-}
-
-// GroupEntries is Group; it once left the order out.
-func (t *Offsets) GroupEntries(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
-	return t.Group(groupName, dst)
 }
 
 // GroupAt is Group that also returns the log index the table was at

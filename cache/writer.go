@@ -19,7 +19,7 @@ func (w OffsetsWriter) Reserve(groups, topics int) {
 		t.groups = make(map[string]*group, groups)
 	}
 	if len(t.topics) == 0 && topics > 0 {
-		t.topics = make(map[groupTopic]*partitions, topics)
+		t.topics = make(map[groupTopic]topicRef, topics)
 	}
 }
 
@@ -52,12 +52,22 @@ type TopicWriter struct {
 func (tw *TopicWriter) Reserve(n, count int) {
 	tw.find()
 	ps := tw.ps
+	was := len(ps.dense)
 	switch {
 	case n >= max(minDense, 2*(ps.live+count)+2):
 	case cap(ps.dense) == 0 && ps.sparse == nil && n <= slabSlots/16:
 		ps.dense = tw.t.carve(n)
 	default:
 		ps.grow(n, n)
+	}
+	tw.moved(was)
+}
+
+// moved stores the topic's slots in the table's lookup again if their
+// length changed from was (which a move of them always does).
+func (tw *TopicWriter) moved(was int) {
+	if len(tw.ps.dense) != was {
+		tw.t.topics[groupTopic{tw.g.name, tw.ps.topic}] = topicRef{tw.ps.dense, tw.ps}
 	}
 }
 
@@ -112,7 +122,7 @@ func (tw *TopicWriter) find() {
 	ps := t.newPartitions()
 	ps.topic = t.intern(tw.topic)
 	g.topics = slices.Insert(g.topics, i, ps)
-	t.topics[groupTopic{g.name, ps.topic}] = ps
+	t.topics[groupTopic{g.name, ps.topic}] = topicRef{ps: ps}
 	tw.g, tw.ps = g, ps
 }
 
@@ -120,7 +130,9 @@ func (tw *TopicWriter) find() {
 func (tw *TopicWriter) Put(partition int32, v Offset) {
 	tw.find()
 	md := &tw.t.md
+	was := len(tw.ps.dense)
 	old := tw.ps.put(partition, slot{offset: v.Offset, commitTime: v.CommitTime, metadata: md.ref(v.Metadata), epoch: v.LeaderEpoch, live: true})
+	tw.moved(was)
 	if old.live {
 		md.unref(old.metadata)
 	} else {
@@ -204,11 +216,11 @@ func (t *Offsets) forget(g *group) {
 
 // Has reports whether group holds key, seen from inside the batch.
 func (w OffsetsWriter) Has(groupName string, key TopicPartition) bool {
-	ps := w.t.topics[groupTopic{groupName, key.Topic}]
-	if ps == nil {
+	r, found := w.t.topics[groupTopic{groupName, key.Topic}]
+	if !found {
 		return false
 	}
-	_, ok := ps.get(key.Partition)
+	_, ok := r.ps.get(key.Partition)
 	return ok
 }
 

@@ -26,9 +26,10 @@ import (
 // same leader epoch, metadata and commit time. A topic starts from
 // partition -1 and offset 0; a record starts from leader epoch -1, metadata
 // "" and commit time lastCommitMillis. Integers are varints, strings
-// uvarint-length-prefixed. Topics come in name order and
-// partitions in number order, as the table holds them, so loading fills
-// each group and topic's offsets in one pass.
+// uvarint-length-prefixed. Topics come in name order and partitions in
+// number order, as the table holds them, so loading fills each group and
+// topic's offsets in one pass (a group of more than maxSnapEntries offsets
+// takes several records, which may split a topic).
 const (
 	snapPartition byte = 1 << iota
 	snapEpoch
