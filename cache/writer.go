@@ -48,7 +48,9 @@ type TopicWriter struct {
 }
 
 // Reserve makes room for count offsets of partition numbers below n (a
-// snapshot says so), if they are dense enough to sit in a slice.
+// snapshot says so), if they are dense enough to sit in a slice. It makes
+// the group and topic if they are new, so call it only before Put: a
+// group without offsets must not stay in the table.
 func (tw *TopicWriter) Reserve(n, count int) {
 	tw.find()
 	ps := tw.ps
