@@ -254,7 +254,7 @@ func TestQuietPartitionDoesNotPinJournal(t *testing.T) {
 // TestDiskFollowsLiveState overwrites 20,000 live offsets (1,000 groups of
 // 20) 60 times. Snapshots follow the live state, so the data directory
 // stays within a small multiple of the journal of one pass (without them it
-// grows to 65x), and a restart reads at most three times what it reads
+// grows to 65x; compact snapshots keep it under 5.5x), and a restart reads at most three times what it reads
 // after one pass (36x without), however long the history. The 60 passes
 // take seconds here where a real store takes hours, so the test lifts the
 // least time between snapshots (SnapshotInterval); sizes are the
@@ -300,8 +300,8 @@ func TestDiskFollowsLiveState(t *testing.T) {
 	defer c.Close()
 	t.Logf("one pass: journal %d bytes, restart reads %d bytes in %v; over 60 passes the data directory held at most %d bytes (%.1fx), restart reads %d bytes (%.1fx) in %v",
 		onePass, load1, took1, most, float64(most)/float64(onePass), load60, float64(load60)/float64(load1), took60)
-	if most > 8*onePass {
-		t.Errorf("the data directory reached %d bytes, over 8x the %d of one pass", most, onePass)
+	if 2*most > 11*onePass { // 3.8-4.0x measured; 6.2x with snapshots of whole keys
+		t.Errorf("the data directory reached %d bytes, over 5.5x the %d of one pass", most, onePass)
 	}
 	if load60 > 3*load1 {
 		t.Errorf("a restart after 60 passes reads %d bytes, over 3x the %d after one", load60, load1)
