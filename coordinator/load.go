@@ -106,6 +106,11 @@ const replayChunk = 1024
 // parallel. It returns the first error: the journal's (damage names the
 // segment and index), or a partition's (a record that does not apply).
 func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) error {
+	if c.opts.Replication != nil {
+		// The journal holds the replication's records: the partitions are
+		// rebuilt from what their groups commit.
+		return c.journal.Replay(1, c.opts.Replication.Replay)
+	}
 	if len(loading) == 0 {
 		return nil
 	}
@@ -260,6 +265,13 @@ func (c *Coordinator) loadAll() {
 			}
 		}
 		c.committer = log.NewCommitter(c.journal, onBatch)
+		if err := c.startReplication(loading); err != nil {
+			for _, p := range loading {
+				p.loadErr = err
+				c.fail(p)
+			}
+			return
+		}
 		took := time.Since(start)
 		for _, p := range loading {
 			p.loadTime = took
@@ -273,6 +285,10 @@ func (c *Coordinator) loadAll() {
 			c.writers.Add(1)
 			go func() {
 				defer c.writers.Done()
+				if p.rep != nil {
+					p.runReplicated()
+					return
+				}
 				p.run(c.stop)
 			}()
 			p.state.Store(stateReady)

@@ -20,6 +20,8 @@ const (
 	recGlobalRead    byte = 5 // a scope's global-read switch
 	recSnapGroup     byte = 6 // snapshots only: part of a group's state
 	recExpireGroups  byte = 7 // tombstones for groups idle past the retention
+	// Types 32 and up are the journal records of a cluster node (package
+	// cluster); a replicated partition's records travel inside them.
 )
 
 // Record payloads (all integers varint, strings uvarint-length-prefixed):

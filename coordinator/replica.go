@@ -1,0 +1,334 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sync/atomic"
+
+	"github.com/offsetd/offsetd/cache"
+	"github.com/offsetd/offsetd/log"
+)
+
+// Replication, set as Options.Replication, makes every partition a
+// replicated log (package cluster does it with Raft): a partition's
+// records are then proposed to its replication group instead of appended
+// to the journal, and every replica applies the group's committed records,
+// in log order, through the same apply path as replay. The index of a
+// record, and so the version it gives its group, is its index in the
+// group's log. The journal still holds everything the node keeps durably,
+// but in the replication's own records.
+//
+// Snapshots are not taken of a replicated partition yet: the journal, and
+// with it each group's log, grows without bound.
+type Replication interface {
+	// Replay is handed every journal record, in index order, while the
+	// coordinator loads, before Start.
+	Replay(index uint64, e log.Entry) error
+	// Start is called once loading is done: from now on the journal is
+	// written only through committer. It returns the replica of each of
+	// the partitions, in partition order.
+	Start(committer *log.Committer, partitions int) ([]Replica, error)
+}
+
+// Replica is one partition's replicated log, as its writer uses it.
+type Replica interface {
+	// Propose appends data to the group's log as consecutive entries, if
+	// this node leads the group, and returns their term and the index of
+	// the first. They are committed when they come back from Committed
+	// with that term; entries of a later term at those indexes mean they
+	// were not, and never will be.
+	Propose(ctx context.Context, data [][]byte) (term, first uint64, err error)
+	// Committed delivers the group's committed entries, in log order,
+	// each once; it is closed when the replica stops.
+	Committed() <-chan []Committed
+	// Lead returns the node that leads the group as this node knows it (0
+	// if none), and, when that is this node, the index of the first entry
+	// of its term: before that entry is applied, a new leader's tables may
+	// miss committed records, so it takes no requests yet.
+	Lead() (leader uint64, termStart uint64)
+	// ID returns this node's id in the group.
+	ID() uint64
+	// ReadIndex returns the group's commit index as its leader confirms
+	// it with a quorum, after the call began: once this node has applied
+	// it, its tables hold every write acknowledged before the call.
+	ReadIndex(ctx context.Context) (uint64, error)
+}
+
+// Committed is one committed entry of a replicated log. Data is nil for
+// the entries the replication writes for itself (a new leader's empty
+// entry, a configuration change): they take an index and change nothing.
+type Committed struct {
+	Index, Term uint64
+	Data        []byte
+}
+
+// ErrNotLeader reports a write sent to a node that does not lead the
+// partition's replication group; a *NotLeaderError names the leader.
+var ErrNotLeader = errors.New("coordinator: not the partition's leader")
+
+// ErrNotCommitted reports a replicated write that is certainly not in the
+// log: leadership changed before it was committed. Retry it.
+var ErrNotCommitted = errors.New("coordinator: not committed, leadership changed")
+
+// NotLeaderError is ErrNotLeader with the partition and the node that
+// leads it (0 when unknown, during an election).
+type NotLeaderError struct {
+	Partition int
+	Leader    uint64
+}
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("coordinator: partition %d: not the leader (leader %d)", e.Partition, e.Leader)
+}
+
+// Unwrap makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// replicaState is what a replicated partition's writer keeps beside the
+// single-node state.
+type replicaState struct {
+	replica Replica
+	// waiting holds requests in arrival order that cannot be built yet:
+	// the leader has not applied its term's first entry, or the request
+	// reads the tables while records are in flight.
+	waiting []*request
+	// inflight holds the proposed records not yet committed, oldest first.
+	inflight []proposed
+	data     [][]byte      // scratch for Propose
+	applied  atomic.Uint64 // the writer's applied, for Barrier
+}
+
+// proposed is one record a leader proposed: it is committed if the entry
+// at index comes back with term.
+type proposed struct {
+	req         *request
+	out         any
+	term, index uint64
+}
+
+// runReplicated is the writer goroutine of a replicated partition. It
+// builds requests against the tables as the single-node writer does, but
+// proposes their records to the replication group, and applies whatever
+// the group commits, its own records and those of other leaders alike,
+// answering its requests as theirs come back. It returns when reqs is
+// closed: requests still waiting or in flight then get ErrClosed (a record
+// in flight may still be committed by the group). If the replica stops
+// first, it answers every request with ErrClosed until reqs is closed.
+func (p *partition) runReplicated() {
+	committed := p.rep.replica.Committed()
+	for {
+		select {
+		case req, ok := <-p.reqs:
+			if !ok {
+				p.failWaiting(ErrClosed)
+				p.failInflight(ErrClosed)
+				return
+			}
+			p.rep.waiting = append(p.rep.waiting, req)
+			p.serveWaiting()
+		case entries, ok := <-committed:
+			if !ok {
+				p.failInflight(ErrClosed)
+				p.failWaiting(ErrClosed)
+				for req := range p.reqs {
+					req.done <- result{err: ErrClosed}
+				}
+				return
+			}
+			p.applyCommitted(entries)
+			p.serveWaiting()
+		}
+	}
+}
+
+// serveWaiting builds and proposes the waiting requests, in order, as far
+// as it can.
+func (p *partition) serveWaiting() {
+	rs := p.rep
+	n := 0
+	for n < len(rs.waiting) {
+		r := rs.waiting[n]
+		if err := r.ctx.Err(); err != nil {
+			r.done <- result{err: err}
+			n++
+			continue
+		}
+		if r.control != nil {
+			r.done <- result{err: fmt.Errorf("%w: snapshots of a replicated partition are not supported", ErrInvalid)}
+			n++
+			continue
+		}
+		leader, start := rs.replica.Lead()
+		if leader == 0 {
+			break // an election: wait for its outcome
+		}
+		if leader != rs.replica.ID() {
+			r.done <- result{err: &NotLeaderError{Partition: p.id, Leader: leader}}
+			n++
+			continue
+		}
+		if start == 0 || p.applied < start || (r.readsState && len(rs.inflight) > 0) {
+			break // wait for the next committed entries
+		}
+		p.propose(r)
+		n++
+	}
+	rs.waiting = rs.waiting[:copy(rs.waiting, rs.waiting[n:])]
+}
+
+// propose builds r's record and proposes it, or answers r with its error.
+func (p *partition) propose(r *request) {
+	rs := p.rep
+	b, out, err := r.build(p, nil)
+	if err != nil {
+		r.done <- result{out: out, err: err}
+		return
+	}
+	if err := p.view.decode(r.typ, b); err != nil {
+		r.done <- result{err: fmt.Errorf("%w: record does not decode: %v", ErrInvalid, err)}
+		return
+	}
+	data := make([]byte, 0, 1+len(b))
+	data = append(append(data, r.typ), b...)
+	rs.data = append(rs.data[:0], data)
+	term, index, err := rs.replica.Propose(r.ctx, rs.data)
+	clear(rs.data)
+	if err != nil {
+		r.done <- result{err: fmt.Errorf("coordinator: partition %d: %w", p.id, err)}
+		return
+	}
+	rs.inflight = append(rs.inflight, proposed{req: r, out: out, term: term, index: index})
+}
+
+// applyCommitted applies committed entries to the tables, in order, and
+// answers the requests whose records they are, or that they show lost.
+func (p *partition) applyCommitted(entries []Committed) {
+	rs := p.rep
+	p.offsets.Update(func(w cache.OffsetsWriter) {
+		for _, e := range entries {
+			if e.Index <= p.applied {
+				continue
+			}
+			if len(e.Data) > 0 {
+				if err := p.apply(w, e.Index, e.Data[0], e.Data[1:]); err != nil {
+					// The leader decoded it before proposing it.
+					panic(fmt.Sprintf("coordinator: partition %d cannot apply committed entry %d: %v", p.id, e.Index, err))
+				}
+			}
+			p.applied = e.Index
+		}
+		w.SetApplied(p.applied)
+	})
+	rs.applied.Store(p.applied)
+	n := 0
+	for ; n < len(rs.inflight); n++ {
+		pr := rs.inflight[n]
+		at := entryAt(entries, pr.index)
+		if at == nil {
+			break
+		}
+		if at.Term == pr.term {
+			pr.req.done <- result{index: pr.index, out: pr.out}
+		} else {
+			pr.req.done <- result{err: fmt.Errorf("%w: partition %d index %d", ErrNotCommitted, p.id, pr.index)}
+		}
+	}
+	rs.inflight = rs.inflight[:copy(rs.inflight, rs.inflight[n:])]
+	if len(rs.inflight) == 0 {
+		clear(p.batchGen)
+	}
+	p.changed.fire()
+}
+
+// entryAt returns the entry of entries at index, or nil.
+func entryAt(entries []Committed, index uint64) *Committed {
+	if len(entries) == 0 || index < entries[0].Index || index > entries[len(entries)-1].Index {
+		return nil
+	}
+	e := &entries[index-entries[0].Index]
+	if e.Index != index {
+		return nil
+	}
+	return e
+}
+
+func (p *partition) failWaiting(err error) {
+	for _, r := range p.rep.waiting {
+		r.done <- result{err: err}
+	}
+	p.rep.waiting = p.rep.waiting[:0]
+}
+
+func (p *partition) failInflight(err error) {
+	for _, pr := range p.rep.inflight {
+		pr.req.done <- result{err: err}
+	}
+	p.rep.inflight = p.rep.inflight[:0]
+}
+
+// Barrier returns once this node leads the partition of group and has
+// applied every write acknowledged, by any node, before Barrier was
+// called: reads of the group that follow it are linearizable. It uses
+// Raft's ReadIndex: the leader confirms with a quorum that it still leads,
+// then waits to have applied up to its commit index. Without Replication
+// it returns at once.
+func (c *Coordinator) Barrier(ctx context.Context, group string) error {
+	p := c.groupPartition(group)
+	if err := c.readable(p); err != nil || p.rep == nil {
+		return err
+	}
+	rs := p.rep
+	if leader, _ := rs.replica.Lead(); leader != rs.replica.ID() {
+		return &NotLeaderError{Partition: p.id, Leader: leader}
+	}
+	index, err := rs.replica.ReadIndex(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
+	}
+	for {
+		changed := p.changed.wait()
+		if rs.applied.Load() >= index {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Leader returns the replication id of the node that leads the partition
+// of group, as this node knows it, and whether that is this node; 0 when
+// unknown. Without Replication this node always leads, as id 0.
+func (c *Coordinator) Leader(group string) (leader uint64, self bool) {
+	p := c.groupPartition(group)
+	if c.opts.Replication == nil {
+		return 0, true
+	}
+	if p.rep == nil { // loading
+		return 0, false
+	}
+	leader, _ = p.rep.replica.Lead()
+	return leader, leader == p.rep.replica.ID()
+}
+
+// startReplication gives every loading partition its replica.
+func (c *Coordinator) startReplication(loading []*partition) error {
+	if c.opts.Replication == nil {
+		return nil
+	}
+	replicas, err := c.opts.Replication.Start(c.committer, len(c.parts))
+	if err != nil {
+		return err
+	}
+	if len(replicas) != len(c.parts) {
+		return fmt.Errorf("coordinator: replication started %d replicas for %d partitions", len(replicas), len(c.parts))
+	}
+	for _, p := range loading {
+		p.rep = &replicaState{replica: replicas[p.id]}
+	}
+	return nil
+}
