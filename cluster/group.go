@@ -1,0 +1,382 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/log"
+)
+
+// inboxSize bounds the messages waiting for a group; more are dropped, as
+// a lossy network would.
+const inboxSize = 4096
+
+// group is one partition's Raft group on this node. Its goroutine (run)
+// alone touches rn; everything else talks to it through channels.
+type group struct {
+	node      *Node
+	partition int
+	storage   *raft.MemoryStorage
+	rn        *raft.RawNode
+
+	inbox chan *pb.Message
+	props chan proposal
+	reads chan readRequest
+	tick  chan struct{}
+
+	// Owned by run.
+	records   []log.Entry
+	outbox    []Message
+	reading   map[uint64]chan readResult // ReadIndex calls by request id
+	nextRead  uint64
+	leadTerm  uint64 // the term this node leads, 0 when it does not
+	startTerm uint64 // the term whose first committed entry termStart is
+
+	mu        sync.Mutex
+	leader    uint64                  // guarded by mu
+	termStart uint64                  // guarded by mu; see coordinator.Replica.Lead
+	queue     []coordinator.Committed // guarded by mu: committed, not yet taken
+	failed    error                   // guarded by mu
+	wake      chan struct{}           // holds a token while queue may be non-empty
+	committed chan []coordinator.Committed
+}
+
+type proposal struct {
+	data [][]byte
+	done chan proposalResult
+}
+
+type proposalResult struct {
+	term, first uint64
+	err         error
+}
+
+type readRequest struct {
+	done chan readResult
+}
+
+type readResult struct {
+	index uint64
+	err   error
+}
+
+// ErrStopped reports a call to a group that stopped: its node closed, or
+// its journal failed.
+var ErrStopped = errors.New("cluster: stopped")
+
+// errNoLeader reports a proposal or read on a node that does not lead.
+var errNoLeader = errors.New("cluster: this node does not lead the group")
+
+func newGroup(n *Node, partition int) *group {
+	return &group{
+		node:      n,
+		partition: partition,
+		storage:   raft.NewMemoryStorage(),
+		inbox:     make(chan *pb.Message, inboxSize),
+		props:     make(chan proposal),
+		reads:     make(chan readRequest),
+		tick:      make(chan struct{}, 1),
+		reading:   make(map[uint64]chan readResult),
+		wake:      make(chan struct{}, 1),
+		committed: make(chan []coordinator.Committed),
+	}
+}
+
+// start makes the group's RawNode: a group with nothing stored is a new
+// cluster's, bootstrapped with every peer as a voter; the others restart
+// from what the journal held.
+func (g *group) start() error {
+	o := g.node.opts
+	cfg := &raft.Config{
+		ID:              o.ID,
+		ElectionTick:    o.ElectionTicks,
+		HeartbeatTick:   o.HeartbeatTicks,
+		Storage:         g.storage,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 256,
+		CheckQuorum:     true,
+		PreVote:         true,
+		Logger:          raftLogger{o.Logger.With("partition", g.partition)},
+	}
+	rn, err := raft.NewRawNode(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
+	}
+	hs, _, _ := g.storage.InitialState()
+	last, _ := g.storage.LastIndex()
+	if raft.IsEmptyHardState(hs) && last == 0 {
+		peers := make([]raft.Peer, len(o.Peers))
+		for i, id := range o.Peers {
+			peers[i] = raft.Peer{ID: id}
+		}
+		if err := rn.Bootstrap(peers); err != nil {
+			return fmt.Errorf("cluster: partition %d: bootstrap: %w", g.partition, err)
+		}
+	}
+	g.rn = rn
+	return nil
+}
+
+// run is the group's goroutine: it feeds ticks, messages, proposals and
+// reads to the RawNode and handles every Ready they make, until stop.
+func (g *group) run(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			g.fail(ErrStopped)
+			return
+		case <-g.tick:
+			g.rn.Tick()
+		case m := <-g.inbox:
+			_ = g.rn.Step(m) // messages of removed or unknown peers are dropped
+		case p := <-g.props:
+			p.done <- g.propose(p.data)
+		case r := <-g.reads:
+			g.nextRead++
+			g.reading[g.nextRead] = r.done
+			g.rn.ReadIndex(binary.AppendUvarint(nil, g.nextRead))
+		}
+		for g.rn.HasReady() {
+			if err := g.handle(g.rn.Ready()); err != nil {
+				g.node.opts.Logger.Error("raft group stopped: its journal failed", "partition", g.partition, "err", err)
+				g.fail(err)
+				g.refuse(stop)
+				return
+			}
+		}
+	}
+}
+
+// propose appends data to the log if this node leads. Every Ready was
+// handled before, so the storage holds the whole log and the entries take
+// the indexes after its last.
+func (g *group) propose(data [][]byte) proposalResult {
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		return proposalResult{err: errNoLeader}
+	}
+	last, _ := g.storage.LastIndex()
+	ents := make([]*pb.Entry, len(data))
+	for i, d := range data {
+		ents[i] = &pb.Entry{Data: d}
+	}
+	err := g.rn.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(g.node.opts.ID), Entries: ents})
+	if err != nil {
+		return proposalResult{err: fmt.Errorf("cluster: partition %d: %w", g.partition, err)}
+	}
+	return proposalResult{term: st.GetTerm(), first: last + 1}
+}
+
+// handle does what one Ready asks, in the order raft's documentation
+// gives: entries and hard state durable in the journal, then messages
+// sent, then committed entries handed to the coordinator.
+func (g *group) handle(rd raft.Ready) error {
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		return fmt.Errorf("cluster: partition %d: snapshots are not supported", g.partition)
+	}
+	if len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState) {
+		var err error
+		g.records, err = appendRecords(g.records[:0], g.partition, rd.Entries, rd.HardState)
+		if err == nil {
+			_, _, err = g.node.committer.Commit(g.records)
+		}
+		clear(g.records)
+		if err != nil {
+			return err
+		}
+		if err := g.storage.Append(rd.Entries); err != nil {
+			return err
+		}
+		if !raft.IsEmptyHardState(rd.HardState) {
+			if err := g.storage.SetHardState(rd.HardState); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rd.Messages) > 0 {
+		g.outbox = g.outbox[:0]
+		for _, m := range rd.Messages {
+			g.outbox = append(g.outbox, Message{Partition: g.partition, Raft: m})
+		}
+		g.node.opts.Transport.Send(g.outbox)
+		clear(g.outbox)
+	}
+	for _, rs := range rd.ReadStates {
+		id, _ := binary.Uvarint(rs.RequestCtx)
+		if done, ok := g.reading[id]; ok {
+			done <- readResult{index: rs.Index}
+			delete(g.reading, id)
+		}
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader || st.GetTerm() != g.leadTerm {
+		// A read asked of a former leader is dropped by raft.
+		for id, done := range g.reading {
+			done <- readResult{err: errNoLeader}
+			delete(g.reading, id)
+		}
+	}
+	g.leadTerm = 0
+	if st.RaftState == raft.StateLeader {
+		g.leadTerm = st.GetTerm()
+	}
+	var out []coordinator.Committed
+	g.mu.Lock()
+	termStart := g.termStart
+	g.mu.Unlock()
+	if g.startTerm != g.leadTerm {
+		g.startTerm, termStart = g.leadTerm, 0
+	}
+	for _, e := range rd.CommittedEntries {
+		c := coordinator.Committed{Index: e.GetIndex(), Term: e.GetTerm()}
+		switch e.GetType() {
+		case pb.EntryNormal:
+			c.Data = e.GetData()
+		case pb.EntryConfChange:
+			var cc pb.ConfChange
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
+			}
+			g.rn.ApplyConfChange(&cc)
+		case pb.EntryConfChangeV2:
+			var cc pb.ConfChangeV2
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
+			}
+			g.rn.ApplyConfChange(&cc)
+		}
+		if g.leadTerm != 0 && e.GetTerm() == g.leadTerm && termStart == 0 {
+			termStart = e.GetIndex()
+		}
+		out = append(out, c)
+	}
+	g.mu.Lock()
+	changed := g.leader != st.Lead || g.termStart != termStart
+	g.leader, g.termStart = st.Lead, termStart
+	g.queue = append(g.queue, out...)
+	g.mu.Unlock()
+	if changed {
+		g.node.leaders.Fire()
+	}
+	if len(out) > 0 {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+	g.rn.Advance(rd)
+	return nil
+}
+
+// forward hands the committed entries to the coordinator's writer, as
+// many at a time as have queued, so that the group never waits for it.
+// It closes the channel when the group stops.
+func (g *group) forward(stop <-chan struct{}) {
+	defer close(g.committed)
+	for {
+		select {
+		case <-g.wake:
+		case <-stop:
+			return
+		}
+		g.mu.Lock()
+		batch := g.queue
+		g.queue = nil
+		g.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		select {
+		case g.committed <- batch:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// fail records why the group stopped and answers the reads waiting.
+func (g *group) fail(err error) {
+	g.mu.Lock()
+	if g.failed == nil {
+		g.failed = err
+	}
+	g.leader, g.termStart = 0, 0
+	g.mu.Unlock()
+	g.node.leaders.Fire()
+	for id, done := range g.reading {
+		done <- readResult{err: err}
+		delete(g.reading, id)
+	}
+}
+
+// refuse answers the calls made to a failed group until stop.
+func (g *group) refuse(stop <-chan struct{}) {
+	g.mu.Lock()
+	err := g.failed
+	g.mu.Unlock()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-g.tick:
+		case <-g.inbox:
+		case p := <-g.props:
+			p.done <- proposalResult{err: err}
+		case r := <-g.reads:
+			r.done <- readResult{err: err}
+		}
+	}
+}
+
+// replica is a group as the coordinator sees it.
+type replica struct{ g *group }
+
+var _ coordinator.Replica = replica{}
+
+func (r replica) Propose(ctx context.Context, data [][]byte) (term, first uint64, err error) {
+	done := make(chan proposalResult, 1)
+	select {
+	case r.g.props <- proposal{data: data, done: done}:
+	case <-r.g.node.stop:
+		return 0, 0, ErrStopped
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+	res := <-done
+	return res.term, res.first, res.err
+}
+
+func (r replica) Committed() <-chan []coordinator.Committed { return r.g.committed }
+
+func (r replica) Lead() (leader, termStart uint64) {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	return r.g.leader, r.g.termStart
+}
+
+func (r replica) ID() uint64 { return r.g.node.opts.ID }
+
+func (r replica) ReadIndex(ctx context.Context) (uint64, error) {
+	done := make(chan readResult, 1)
+	select {
+	case r.g.reads <- readRequest{done: done}:
+	case <-r.g.node.stop:
+		return 0, ErrStopped
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case res := <-done:
+		return res.index, res.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
