@@ -44,6 +44,7 @@ type group struct {
 	leader    uint64                  // guarded by mu
 	termStart uint64                  // guarded by mu; see coordinator.Replica.Lead
 	queue     []coordinator.Committed // guarded by mu: committed, not yet taken
+	nudge     bool                    // guarded by mu: the leader changed since the last batch
 	failed    error                   // guarded by mu
 	wake      chan struct{}           // holds a token while queue may be non-empty
 	committed chan []coordinator.Committed
@@ -262,11 +263,12 @@ func (g *group) handle(rd raft.Ready) error {
 	changed := g.leader != st.Lead || g.termStart != termStart
 	g.leader, g.termStart = st.Lead, termStart
 	g.queue = append(g.queue, out...)
+	g.nudge = g.nudge || changed
 	g.mu.Unlock()
 	if changed {
 		g.node.leaders.Fire()
 	}
-	if len(out) > 0 {
+	if len(out) > 0 || changed {
 		select {
 		case g.wake <- struct{}{}:
 		default:
@@ -288,11 +290,14 @@ func (g *group) forward(stop <-chan struct{}) {
 			return
 		}
 		g.mu.Lock()
-		batch := g.queue
-		g.queue = nil
+		batch, nudge := g.queue, g.nudge
+		g.queue, g.nudge = nil, false
 		g.mu.Unlock()
-		if len(batch) == 0 {
+		if len(batch) == 0 && !nudge {
 			continue
+		}
+		if batch == nil {
+			batch = []coordinator.Committed{} // a change of leader: the writer looks again
 		}
 		select {
 		case g.committed <- batch:
@@ -309,8 +314,13 @@ func (g *group) fail(err error) {
 		g.failed = err
 	}
 	g.leader, g.termStart = 0, 0
+	g.nudge = true
 	g.mu.Unlock()
 	g.node.leaders.Fire()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
 	for id, done := range g.reading {
 		done <- readResult{err: err}
 		delete(g.reading, id)

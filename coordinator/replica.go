@@ -41,7 +41,8 @@ type Replica interface {
 	// were not, and never will be.
 	Propose(ctx context.Context, data [][]byte) (term, first uint64, err error)
 	// Committed delivers the group's committed entries, in log order,
-	// each once; it is closed when the replica stops.
+	// each once, and an empty batch when the leader changes; it is closed
+	// when the replica stops.
 	Committed() <-chan []Committed
 	// Lead returns the node that leads the group as this node knows it (0
 	// if none), and, when that is this node, the index of the first entry
@@ -67,6 +68,12 @@ type Committed struct {
 // ErrNotLeader reports a write sent to a node that does not lead the
 // partition's replication group; a *NotLeaderError names the leader.
 var ErrNotLeader = errors.New("coordinator: not the partition's leader")
+
+// ErrLeadershipLost reports a replicated write whose node lost the lead
+// before it learnt whether the write was committed: it may be, or not.
+// Retry it, on the new leader, if writing it twice does no harm (a commit
+// of the same offsets does none).
+var ErrLeadershipLost = errors.New("coordinator: leadership lost, the write may or may not be committed")
 
 // ErrNotCommitted reports a replicated write that is certainly not in the
 // log: leadership changed before it was committed. Retry it.
@@ -138,6 +145,11 @@ func (p *partition) runReplicated() {
 				return
 			}
 			p.applyCommitted(entries)
+			if leader, _ := p.rep.replica.Lead(); leader != p.rep.replica.ID() {
+				// Another leader decides the fate of what is in flight, and
+				// this node may not learn it for long (cut off, say).
+				p.failInflight(fmt.Errorf("%w: partition %d", ErrLeadershipLost, p.id))
+			}
 			p.serveWaiting()
 		}
 	}
@@ -161,9 +173,6 @@ func (p *partition) serveWaiting() {
 			continue
 		}
 		leader, start := rs.replica.Lead()
-		if leader == 0 {
-			break // an election: wait for its outcome
-		}
 		if leader != rs.replica.ID() {
 			r.done <- result{err: &NotLeaderError{Partition: p.id, Leader: leader}}
 			n++
@@ -285,6 +294,9 @@ func (c *Coordinator) Barrier(ctx context.Context, group string) error {
 	}
 	index, err := rs.replica.ReadIndex(ctx)
 	if err != nil {
+		if leader, _ := rs.replica.Lead(); leader != rs.replica.ID() && ctx.Err() == nil {
+			return &NotLeaderError{Partition: p.id, Leader: leader}
+		}
 		return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
 	}
 	for {
