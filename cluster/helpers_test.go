@@ -107,11 +107,12 @@ var errNoNode = errors.New("no node runs")
 
 // leaderFor runs fn on the node that leads the partition of group,
 // following NotLeader answers and waiting out elections, until fn
-// succeeds, fails otherwise, or ctx ends.
+// succeeds, fails otherwise, or ctx ends. A write whose outcome a failover
+// left unknown is sent again: the tests' writes may happen twice.
 func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *Node) error) error {
-	var hint, down uint64
+	var hint, avoid uint64
 	for {
-		n := tc.anyNode(hint, down)
+		n := tc.anyNode(hint, avoid)
 		if n == nil {
 			return errNoNode
 		}
@@ -121,20 +122,23 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 		case err == nil:
 			return nil
 		case errors.Is(err, coordinator.ErrNotCommitted):
-			hint = n.ID()
+			hint, avoid = n.ID(), 0
+		case errors.As(err, &nle) && nle.Leader != 0 && tc.node(nle.Leader) != nil:
+			hint, avoid = nle.Leader, 0
 		case errors.As(err, &nle):
-			hint, down = nle.Leader, 0
-			if tc.node(nle.Leader) == nil {
-				// The leader it knows is down (or unknown): wait for it to
-				// learn of another.
-				leader, err := n.AwaitLeader(ctx, nle.Partition, nle.Leader)
-				if err != nil && ctx.Err() != nil {
-					return err
+			// n knows no leader that runs: ask another node, giving it a
+			// few election timeouts to learn of one.
+			hint, avoid = 0, n.ID()
+			if other := tc.anyNode(0, n.ID()); other != nil {
+				wait, cancel := context.WithTimeout(ctx, 40*testTick)
+				leader, err := other.AwaitLeader(wait, nle.Partition, nle.Leader)
+				cancel()
+				if err == nil {
+					hint = leader
 				}
-				hint = leader
 			}
-		case errors.Is(err, coordinator.ErrClosed) || errors.Is(err, ErrStopped):
-			hint, down = 0, n.ID()
+		case errors.Is(err, coordinator.ErrLeadershipLost) || errors.Is(err, coordinator.ErrClosed) || errors.Is(err, ErrStopped):
+			hint, avoid = 0, n.ID()
 		default:
 			return err
 		}

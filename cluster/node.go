@@ -97,6 +97,7 @@ type Node struct {
 	started   atomic.Bool
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
+	frozen    atomic.Bool    // tests stop the node's clock
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -231,6 +232,9 @@ func (n *Node) ticker() {
 		case <-n.stop:
 			return
 		case <-t.C:
+			if n.frozen.Load() {
+				continue
+			}
 			for _, g := range n.groups {
 				select {
 				case g.tick <- struct{}{}:
