@@ -98,6 +98,9 @@ type Node struct {
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
 	frozen    atomic.Bool    // tests stop the node's clock
+
+	addrMu    sync.Mutex
+	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -193,6 +196,25 @@ func (n *Node) Receive(msgs []Message) {
 		default:
 		}
 	}
+}
+
+// SetAddress records where node id serves clients (host:port); the HTTP
+// transport's Handler learns the other nodes' addresses by itself.
+func (n *Node) SetAddress(id uint64, addr string) {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	if n.addrs == nil {
+		n.addrs = make(map[uint64]string)
+	}
+	n.addrs[id] = addr
+}
+
+// Address returns where node id serves clients, if this node knows it.
+func (n *Node) Address(id uint64) (string, bool) {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	addr, ok := n.addrs[id]
+	return addr, ok
 }
 
 // Leader returns the node that leads partition as this node knows it, 0
