@@ -111,6 +111,7 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	u.RawPath = escaped
 	u.RawQuery = req.query.Encode()
 	target := u.String()
+	redirects := 0
 	for attempt := 0; ; attempt++ {
 		rep, err := c.send(ctx, req, target, body)
 		if err != nil {
@@ -118,6 +119,14 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 		}
 		if rep.status < 300 || rep.status == http.StatusNotModified {
 			return rep, nil
+		}
+		if to, ok := leaderTarget(rep, u); ok && redirects < maxRedirects {
+			// A node of a cluster that does not lead the partition: the
+			// request goes to the leader it names, not counted as a retry.
+			target, u = to.String(), to
+			redirects++
+			attempt--
+			continue
 		}
 		apiErr := newError(rep)
 		if rep.status != http.StatusServiceUnavailable || attempt >= c.retries {

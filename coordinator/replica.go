@@ -316,7 +316,15 @@ func (c *Coordinator) Barrier(ctx context.Context, group string) error {
 // of group, as this node knows it, and whether that is this node; 0 when
 // unknown. Without Replication this node always leads, as id 0.
 func (c *Coordinator) Leader(group string) (leader uint64, self bool) {
-	p := c.groupPartition(group)
+	return c.leader(c.groupPartition(group))
+}
+
+// TopicLeader is Leader for the partition of a static topic.
+func (c *Coordinator) TopicLeader(topic string) (leader uint64, self bool) {
+	return c.leader(c.topicPartition(topic))
+}
+
+func (c *Coordinator) leader(p *partition) (leader uint64, self bool) {
 	if c.opts.Replication == nil {
 		return 0, true
 	}

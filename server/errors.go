@@ -33,6 +33,8 @@ const (
 	codeLoading          = "loading"            // 503: a partition is still replaying its log
 	codeWriteFailed      = "write_failed"       // 503: the log write failed; the partition repairs itself
 	codeUnavailable      = "unavailable"        // 503: the coordinator is closed or the request was cancelled
+	codeNotLeader        = "not_leader"         // 421: another node leads the partition (X-Offsetd-Leader says where)
+	codeNoLeader         = "no_leader"          // 503: a cluster node that knows no leader of the partition
 	codeInternal         = "internal"           // 500
 )
 
@@ -122,6 +124,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // fail answers r with err, logging server-side failures.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if s.notLeader(w, err) {
+		return
+	}
 	e := classify(err)
 	// Loading is expected at start-up, and a cancelled request is a client
 	// that went away: neither is the server's failure.
