@@ -111,28 +111,39 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	u.RawPath = escaped
 	u.RawQuery = req.query.Encode()
 	target := u.String()
-	redirects := 0
+	first, redirects := u, 0
 	for attempt := 0; ; attempt++ {
 		rep, err := c.send(ctx, req, target, body)
-		if err != nil {
+		var retry error
+		var wait time.Duration
+		switch {
+		case err != nil && redirects == 0:
 			return reply{}, err
-		}
-		if rep.status < 300 || rep.status == http.StatusNotModified {
+		case err != nil:
+			// The leader a node named is out of reach (it may just have
+			// gone): ask the first node again after a pause, as for a 503.
+			retry = err
+			target, u, redirects = first.String(), first, 0
+		case rep.status < 300 || rep.status == http.StatusNotModified:
 			return rep, nil
+		default:
+			if to, ok := leaderTarget(rep, u); ok && redirects < maxRedirects {
+				// A node of a cluster that does not lead the partition: the
+				// request goes to the leader it names, not counted as a retry.
+				target, u = to.String(), to
+				redirects++
+				attempt--
+				continue
+			}
+			apiErr := newError(rep)
+			if rep.status != http.StatusServiceUnavailable {
+				return reply{}, apiErr
+			}
+			retry, wait = apiErr, apiErr.RetryAfter
 		}
-		if to, ok := leaderTarget(rep, u); ok && redirects < maxRedirects {
-			// A node of a cluster that does not lead the partition: the
-			// request goes to the leader it names, not counted as a retry.
-			target, u = to.String(), to
-			redirects++
-			attempt--
-			continue
+		if attempt >= c.retries {
+			return reply{}, retry
 		}
-		apiErr := newError(rep)
-		if rep.status != http.StatusServiceUnavailable || attempt >= c.retries {
-			return reply{}, apiErr
-		}
-		wait := apiErr.RetryAfter
 		if wait <= 0 {
 			wait = 100 * time.Millisecond << attempt
 		}
@@ -141,7 +152,7 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return reply{}, fmt.Errorf("%w (while waiting to retry: %w)", apiErr, ctx.Err())
+			return reply{}, fmt.Errorf("%w (while waiting to retry: %w)", retry, ctx.Err())
 		}
 	}
 }
