@@ -62,7 +62,9 @@ type partition struct {
 	buf      *bytebufferpool.ByteBuffer
 	inflight []*batch
 	spare    []*batch // finished batches, for reuse
-	applied  uint64   // the index of the last record applied
+	// entriesSpare is the entries slice a batch gave up when extended.
+	entriesSpare []log.Entry
+	applied      uint64 // the index of the last record applied
 	// batchGen holds, per group, the highest generation among the
 	// commits built and not yet applied (pending or in flight); it is
 	// cleared once nothing is.
@@ -299,10 +301,14 @@ func (p *partition) settle() {
 	}
 }
 
-// submit hands the pending batch to the committer. A committer that is
-// closed fails the batch's requests at once.
+// submit hands the pending requests to the committer: it adds them to the
+// partition's last batch if that still waits in the committer's queue, or
+// queues them as a new batch. A committer that is closed fails them at once.
 func (p *partition) submit() {
 	if len(p.pending) == 0 {
+		return
+	}
+	if n := len(p.inflight); n > 0 && p.extend(p.inflight[n-1]) {
 		return
 	}
 	b := p.newBatch()
@@ -318,6 +324,47 @@ func (p *partition) submit() {
 		return
 	}
 	p.inflight = append(p.inflight, b)
+}
+
+// extend adds the pending requests to b, if the committer has not taken b
+// yet and b has room: one batch per partition waits in the committer's
+// queue, however many requests arrive while an fsync runs.
+func (p *partition) extend(b *batch) bool {
+	if len(b.reqs)+len(p.pending) > maxBatchRequests || b.buf.Len()+p.buf.Len() > maxBatchBytes {
+		return false
+	}
+	// The records are copied into b's buffer, and every entry of b is
+	// pointed at it anew, as the buffer may have moved; the committer reads
+	// none of them until it takes b.
+	base := b.buf.Len()
+	b.buf.B = append(b.buf.B, p.buf.B...)
+	entries := b.entries[:0:0]
+	if cap(p.entriesSpare) >= len(b.reqs)+len(p.pending) {
+		entries = p.entriesSpare[:0]
+	}
+	for _, e := range b.reqs {
+		entries = append(entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
+	}
+	for _, e := range p.pending {
+		e.start += base
+		e.end += base
+		entries = append(entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
+	}
+	if !p.committer.Extend(&b.ticket, entries) {
+		b.buf.B = b.buf.B[:base]
+		p.entriesSpare = entries[:0]
+		return false
+	}
+	p.entriesSpare, b.entries = b.entries[:0], entries
+	for _, e := range p.pending {
+		e.start += base
+		e.end += base
+		b.reqs = append(b.reqs, e)
+	}
+	clear(p.pending)
+	p.pending = p.pending[:0]
+	p.buf.Reset()
+	return true
 }
 
 // finish waits for the oldest batch in flight to be durable, applies it to
