@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -27,10 +29,16 @@ type group struct {
 	storage   *raft.MemoryStorage
 	rn        *raft.RawNode
 
-	inbox chan *pb.Message
-	props chan proposal
-	reads chan readRequest
-	tick  chan struct{}
+	inbox   chan *pb.Message
+	props   chan proposal
+	reads   chan readRequest
+	tick    chan struct{}
+	handoff chan struct{} // asks the group to hand its lead to another node
+
+	// preferred is the node that should lead the group when it is up and
+	// caught up: partitions are dealt out over the sorted peers, so that
+	// leaders, and the work of coordinating, spread over the nodes.
+	preferred uint64
 
 	// Owned by run.
 	records   []log.Entry
@@ -85,6 +93,7 @@ func newGroup(n *Node, partition int) *group {
 		props:     make(chan proposal),
 		reads:     make(chan readRequest),
 		tick:      make(chan struct{}, 1),
+		handoff:   make(chan struct{}, 1),
 		reading:   make(map[uint64]chan readResult),
 		wake:      make(chan struct{}, 1),
 		committed: make(chan []coordinator.Committed),
@@ -123,6 +132,8 @@ func (g *group) start() error {
 		}
 	}
 	g.rn = rn
+	sorted := slices.Sorted(slices.Values(o.Peers))
+	g.preferred = sorted[g.partition%len(sorted)]
 	return nil
 }
 
@@ -136,6 +147,9 @@ func (g *group) run(stop <-chan struct{}) {
 			return
 		case <-g.tick:
 			g.rn.Tick()
+			g.balance()
+		case <-g.handoff:
+			g.handOff()
 		case m := <-g.inbox:
 			_ = g.rn.Step(m) // messages of removed or unknown peers are dropped
 		case p := <-g.props:
@@ -153,6 +167,49 @@ func (g *group) run(stop <-chan struct{}) {
 				return
 			}
 		}
+	}
+}
+
+// balance hands the lead to the group's preferred node when this node
+// leads in its place and the preferred node is up (heard from since the
+// leader last checked its quorum) and has the whole log, so that the
+// transfer stalls writes for one round trip at most. It runs every tick:
+// RecentActive is false for a tick or so after each check of the quorum.
+func (g *group) balance() {
+	if g.preferred == g.node.opts.ID {
+		return
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
+		return
+	}
+	last, _ := g.storage.LastIndex()
+	ready := false
+	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == g.preferred {
+			ready = pr.RecentActive && pr.Match == last
+		}
+	})
+	if ready {
+		g.rn.TransferLeader(g.preferred)
+	}
+}
+
+// handOff hands the lead, if this node has it, to the node that is up and
+// has the most of the log, before this node stops.
+func (g *group) handOff() {
+	st := g.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		return
+	}
+	var target, match uint64
+	for id, pr := range st.Progress {
+		if id != g.node.opts.ID && pr.RecentActive && (target == 0 || pr.Match > match) {
+			target, match = id, pr.Match
+		}
+	}
+	if target != 0 {
+		g.rn.TransferLeader(target)
 	}
 }
 

@@ -267,14 +267,44 @@ func (n *Node) ticker() {
 	}
 }
 
-// Close stops the groups, then closes the coordinator (which answers what
-// is still waiting with coordinator.ErrClosed).
+// Close hands the lead of every group this node leads to another node
+// that is up (waiting two election timeouts at most), so that the group
+// goes on serving without waiting for an election; then it stops the
+// groups and closes the coordinator (which answers what is still waiting
+// with coordinator.ErrClosed).
 func (n *Node) Close() error {
+	if n.started.Load() {
+		n.handOff()
+	}
 	n.shutdown()
 	if n.coord == nil {
 		return nil
 	}
 	return n.coord.Close()
+}
+
+// handOff asks every group this node leads to hand its lead off, and
+// waits until this node knows another leader of each, or for two election
+// timeouts.
+func (n *Node) handOff() {
+	var led []int
+	for i, g := range n.groups {
+		if n.Leader(i) == n.opts.ID {
+			led = append(led, i)
+			select {
+			case g.handoff <- struct{}{}:
+			default:
+			}
+		}
+	}
+	timeout := 2 * time.Duration(n.opts.ElectionTicks) * n.opts.TickInterval
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, i := range led {
+		if _, err := n.AwaitLeader(ctx, i, n.opts.ID); err != nil {
+			return
+		}
+	}
 }
 
 func (n *Node) shutdown() {

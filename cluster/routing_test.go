@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/offsetd/offsetd/client"
+	"github.com/offsetd/offsetd/partitioner"
 	"github.com/offsetd/offsetd/server"
 )
 
@@ -35,20 +36,13 @@ func TestRouting(t *testing.T) {
 			tc.node(id).SetAddress(other, strings.TrimPrefix(urls[other], "http://"))
 		}
 	}
-	// The leader of the group's partition, as its own node sees it.
-	if err := tc.commit(ctx, "g", 0); err != nil {
-		t.Fatal(err)
-	}
-	var leader, follower uint64
-	for _, id := range tc.peers {
-		if l, self := tc.node(id).Coordinator().Leader("g"); self {
-			leader = id
-		} else if l != 0 {
-			follower = id
-		}
-	}
-	if leader == 0 || follower == 0 {
-		t.Fatalf("leader %d, a follower that knows it %d: want both", leader, follower)
+	// Leaders settle on their preferred nodes; then they stay put.
+	preferred := tc.awaitPreferred(ctx)
+	part, _ := partitioner.New(tc.parts)
+	leader := preferred(part.Group("g"))
+	follower := tc.peers[0]
+	if follower == leader {
+		follower = tc.peers[1]
 	}
 
 	c, err := client.New(urls[follower], client.Options{})

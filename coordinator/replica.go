@@ -205,7 +205,8 @@ func (p *partition) propose(r *request) {
 	term, index, err := rs.replica.Propose(r.ctx, rs.data)
 	clear(rs.data)
 	if err != nil {
-		r.done <- result{err: fmt.Errorf("coordinator: partition %d: %w", p.id, err)}
+		// Not appended (a transfer of the lead under way, say).
+		r.done <- result{err: fmt.Errorf("%w: partition %d: %v", ErrNotCommitted, p.id, err)}
 		return
 	}
 	rs.inflight = append(rs.inflight, proposed{req: r, out: out, term: term, index: index})
