@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,47 +36,11 @@ func testFailover(t *testing.T, seed uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
-	// Each writer owns a group and commits increasing offsets to it, so a
-	// group's acknowledged offsets only grow; readers read every group.
 	groups := []string{"a", "b", "c"}
 	h := offsetcheck.New()
-	stop := make(chan struct{})
-	var clients sync.WaitGroup
-	for i, g := range groups {
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			for v := int64(0); ; v++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				call := h.Call()
-				err := tc.commit(ctx, g, v)
-				h.Commit(i, g, v, call, err == nil)
-			}
-		}()
-	}
-	for r := range 2 {
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				g := groups[(i+r)%len(groups)]
-				call := h.Call()
-				got, err := tc.fetch(ctx, g)
-				if err == nil { // a failed fetch has no effect
-					h.Read(len(groups)+r, g, got, call)
-				}
-			}
-		}()
-	}
+	stop := h.Load(groups, 2,
+		func(_ int, g string, v int64) error { return tc.commit(ctx, g, v) },
+		func(_ int, g string) (int64, error) { return tc.fetch(ctx, g) })
 
 	part, _ := partitioner.New(parts)
 	watched := part.Group(groups[0])
@@ -108,8 +71,7 @@ func testFailover(t *testing.T, seed uint64) {
 	if err := h.AwaitAcks(ctx, 30); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	clients.Wait()
+	stop()
 	checkAcked(ctx, t, tc, h, groups)
 
 	if err := h.Check(t.TempDir(), 10*time.Second); err != nil {
@@ -127,7 +89,7 @@ func testFailover(t *testing.T, seed uint64) {
 func checkAcked(ctx context.Context, t *testing.T, tc *testCluster, h *offsetcheck.History, groups []string) {
 	t.Helper()
 	for _, g := range groups {
-		want, _ := h.LastAck(g)
+		want, _, _ := h.LastAck(g)
 		got, err := tc.fetch(ctx, g)
 		if err != nil {
 			t.Fatalf("fetch %s: %v", g, err)

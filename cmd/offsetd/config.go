@@ -118,8 +118,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return cfg, fmt.Errorf("%w: -node-id %d is not one of -peers %s", errUsage, cfg.nodeID, cfg.peers.String())
 	case cfg.peers != nil && cfg.raftListen == "":
 		return cfg, fmt.Errorf("%w: -peers needs -raft-listen", errUsage)
-	case cfg.peers != nil && given["kafka-listen"]:
-		return cfg, fmt.Errorf("%w: the Kafka listener does not serve a cluster yet: leave -kafka-listen out with -peers", errUsage)
+	case cfg.peers != nil && given["kafka-listen"] && cfg.kafkaListen != "":
+		return cfg, fmt.Errorf("%w: the Kafka listener does not serve a cluster yet: leave -kafka-listen out (or empty) with -peers", errUsage)
 	}
 	if cfg.peers != nil {
 		cfg.kafkaListen = "" // not routed to partition leaders yet

@@ -36,13 +36,18 @@ type History struct {
 
 	mu      sync.Mutex
 	ops     []porcupine.Operation // guarded by mu
-	lastAck map[string]int64      // guarded by mu: per group, the last offset its writer had acknowledged
-	ackedAt map[string]time.Time  // guarded by mu: per group, when it was
+	lastAck map[string]ack        // guarded by mu: per group, the last commit its writer had acknowledged
+}
+
+// ack is a group's last acknowledged commit.
+type ack struct {
+	value, call int64
+	at          time.Time
 }
 
 // New returns an empty History.
 func New() *History {
-	return &History{ackSig: signal.New(), lastAck: map[string]int64{}, ackedAt: map[string]time.Time{}}
+	return &History{ackSig: signal.New(), lastAck: map[string]ack{}}
 }
 
 type input struct {
@@ -62,8 +67,7 @@ func (h *History) Commit(client int, group string, value, call int64, ok bool) {
 	h.add(client, input{group: group, write: true, value: value}, 0, call, ok)
 	if ok {
 		h.mu.Lock()
-		h.lastAck[group] = value
-		h.ackedAt[group] = time.Now()
+		h.lastAck[group] = ack{value: value, call: call, at: time.Now()}
 		h.mu.Unlock()
 		h.acked.Add(1)
 		h.ackSig.Fire()
@@ -86,15 +90,15 @@ func (h *History) add(client int, in input, out, call int64, ok bool) {
 	h.mu.Unlock()
 }
 
-// LastAck returns the last offset acknowledged to group's writer, and when;
-// -1 if none.
-func (h *History) LastAck(group string) (int64, time.Time) {
+// LastAck returns the last offset acknowledged to group's writer (-1 if
+// none), the stamp of its call and when it was acknowledged.
+func (h *History) LastAck(group string) (value, call int64, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if v, ok := h.lastAck[group]; ok {
-		return v, h.ackedAt[group]
+	if a, ok := h.lastAck[group]; ok {
+		return a.value, a.call, a.at
 	}
-	return -1, time.Time{}
+	return -1, 0, time.Time{}
 }
 
 // Acked returns how many commits were acknowledged.
@@ -176,4 +180,49 @@ var model = porcupine.Model{
 		}
 		return fmt.Sprintf("fetch(%s) -> %d", i.group, output)
 	},
+}
+
+// Load runs a load against the system under test and records it: one
+// writer per group, committing 0, 1, 2, ... to it (so a group's
+// acknowledged offsets only grow), and readers reading the groups in
+// turn. commit and read get the count of calls their goroutine made
+// (to spread calls over nodes, say); read returns -1 for a group with no
+// offset. The returned stop ends the load and waits for it.
+func (h *History) Load(groups []string, readers int, commit func(n int, group string, value int64) error, read func(n int, group string) (int64, error)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	loop := func(fn func(n int)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fn(n)
+			}
+		}()
+	}
+	for i, g := range groups {
+		loop(func(n int) {
+			call := h.Call()
+			err := commit(n, g, int64(n))
+			h.Commit(i, g, int64(n), call, err == nil)
+		})
+	}
+	for r := range readers {
+		loop(func(n int) {
+			g := groups[(n+r)%len(groups)]
+			call := h.Call()
+			if got, err := read(n, g); err == nil { // a failed read has no effect
+				h.Read(len(groups)+r, g, got, call)
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
