@@ -31,7 +31,10 @@ func TestFailover(t *testing.T) {
 
 func testFailover(t *testing.T, seed uint64) {
 	const parts = 2
-	tc := newTestCluster(t, seed, 3, parts)
+	// Small segments and snapshots: logs are compacted, the journal's
+	// front dropped, and restarted nodes caught up from snapshots, while
+	// the leader fails over.
+	tc := newTestCluster(t, seed, 3, parts, smallJournal)
 	tc.nw.SetFaults(Faults{Drop: 0.05, Duplicate: 0.05, MaxDelay: 2 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -76,6 +79,17 @@ func testFailover(t *testing.T, seed uint64) {
 
 	if err := h.Check(t.TempDir(), 10*time.Second); err != nil {
 		t.Fatal(err)
+	}
+	snapshots := 0
+	for _, id := range tc.peers {
+		for _, ps := range tc.node(id).Coordinator().Stats() {
+			if ps.SnapshotIndex > 0 {
+				snapshots++
+			}
+		}
+	}
+	if snapshots == 0 {
+		t.Fatal("no partition took a snapshot: the test does not exercise compaction")
 	}
 	st := tc.nw.Stats()
 	t.Logf("%d operations (%d commits acknowledged); network: %+v", h.Len(), h.Acked(), st)

@@ -26,14 +26,18 @@ const inboxSize = 4096
 type group struct {
 	node      *Node
 	partition int
-	storage   *raft.MemoryStorage
+	storage   storage
+	replayed  replayed // what the journal held, until start
+	keeper    keeper
+	confState *pb.ConfState // the group's configuration, for the snapshots of its log
 	rn        *raft.RawNode
 
-	inbox   chan *pb.Message
-	props   chan proposal
-	reads   chan readRequest
-	tick    chan struct{}
-	handoff chan struct{} // asks the group to hand its lead to another node
+	inbox    chan *pb.Message
+	props    chan proposal
+	reads    chan readRequest
+	tick     chan struct{}
+	handoff  chan struct{} // asks the group to hand its lead to another node
+	compacts chan compaction
 
 	// preferred is the node that should lead the group when it is up and
 	// caught up: partitions are dealt out over the sorted peers, so that
@@ -82,18 +86,19 @@ type readResult struct {
 var ErrStopped = errors.New("cluster: stopped")
 
 // errNoLeader reports a proposal or read on a node that does not lead.
-var errNoLeader = errors.New("cluster: this node does not lead the group")
+var errNoLeader = fmt.Errorf("cluster: this node does not lead the group: %w", coordinator.ErrNotLeader)
 
 func newGroup(n *Node, partition int) *group {
 	return &group{
 		node:      n,
 		partition: partition,
-		storage:   raft.NewMemoryStorage(),
+		storage:   storage{raft.NewMemoryStorage(), coordinator.SnapshotDir(n.dir, partition)},
 		inbox:     make(chan *pb.Message, inboxSize),
 		props:     make(chan proposal),
 		reads:     make(chan readRequest),
 		tick:      make(chan struct{}, 1),
 		handoff:   make(chan struct{}, 1),
+		compacts:  make(chan compaction),
 		reading:   make(map[uint64]chan readResult),
 		wake:      make(chan struct{}, 1),
 		committed: make(chan []coordinator.Committed),
@@ -103,9 +108,10 @@ func newGroup(n *Node, partition int) *group {
 // start makes the group's RawNode: a group with nothing stored is a new
 // cluster's, bootstrapped with every peer as a voter; the others restart
 // from what the journal held.
-func (g *group) start() error {
+func (g *group) start(applied uint64) error {
 	o := g.node.opts
 	cfg := &raft.Config{
+		Applied:         applied,
 		ID:              o.ID,
 		ElectionTick:    o.ElectionTicks,
 		HeartbeatTick:   o.HeartbeatTicks,
@@ -120,7 +126,8 @@ func (g *group) start() error {
 	if err != nil {
 		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
 	}
-	hs, _, _ := g.storage.InitialState()
+	hs, cs, _ := g.storage.InitialState()
+	g.confState = cs
 	last, _ := g.storage.LastIndex()
 	if raft.IsEmptyHardState(hs) && last == 0 {
 		peers := make([]raft.Peer, len(o.Peers))
@@ -150,6 +157,9 @@ func (g *group) run(stop <-chan struct{}) {
 			g.balance()
 		case <-g.handoff:
 			g.handOff()
+		case c := <-g.compacts:
+			keep, err := g.compact(c.index)
+			c.done <- compactResult{keep, err}
 		case m := <-g.inbox:
 			_ = g.rn.Step(m) // messages of removed or unknown peers are dropped
 		case p := <-g.props:
@@ -237,18 +247,52 @@ func (g *group) propose(data [][]byte) proposalResult {
 // gives: entries and hard state durable in the journal, then messages
 // sent, then committed entries handed to the coordinator.
 func (g *group) handle(rd raft.Ready) error {
-	if !raft.IsEmptySnap(rd.Snapshot) {
-		return fmt.Errorf("cluster: partition %d: snapshots are not supported", g.partition)
+	var out []coordinator.Committed
+	received := !raft.IsEmptySnap(rd.Snapshot)
+	if received {
+		// A leader's snapshot replaces the log: its state becomes the
+		// partition's snapshot file first, then the journal says so.
+		if err := g.receive(rd.Snapshot); err != nil {
+			return err
+		}
+		meta := rd.Snapshot.GetMetadata()
+		out = append(out, coordinator.Committed{Index: meta.GetIndex(), Term: meta.GetTerm(), Snapshot: true})
 	}
-	if len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState) {
+	if received || len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState) {
+		g.records = g.records[:0]
 		var err error
-		g.records, err = appendRecords(g.records[:0], g.partition, rd.Entries, rd.HardState)
+		if received {
+			var r log.Entry
+			r, err = snapshotRecord(g.partition, snapReceived, rd.Snapshot.GetMetadata())
+			g.records = append(g.records, r)
+		}
 		if err == nil {
-			_, _, err = g.node.committer.Commit(g.records)
+			g.records, err = appendRecords(g.records, g.partition, rd.Entries, rd.HardState)
+		}
+		var first uint64
+		if err == nil {
+			first, _, err = g.node.committer.Commit(g.records)
 		}
 		clear(g.records)
 		if err != nil {
 			return err
+		}
+		j := first
+		if received {
+			meta := rd.Snapshot.GetMetadata()
+			g.keeper.add(j, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapReceived})
+			j++
+			if err := g.storage.ApplySnapshot(&pb.Snapshot{Metadata: meta}); err != nil {
+				return err
+			}
+			g.confState = meta.GetConfState()
+		}
+		for _, e := range rd.Entries {
+			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
+			j++
+		}
+		if !raft.IsEmptyHardState(rd.HardState) {
+			g.keeper.add(j, placed{typ: recHardState})
 		}
 		if err := g.storage.Append(rd.Entries); err != nil {
 			return err
@@ -266,6 +310,13 @@ func (g *group) handle(rd raft.Ready) error {
 		}
 		g.node.opts.Transport.Send(g.outbox)
 		clear(g.outbox)
+		for _, m := range rd.Messages {
+			if m.GetType() == pb.MsgSnap {
+				// Sent, as far as this node can tell: if it was lost, the
+				// leader probes the follower again and sends another.
+				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+			}
+		}
 	}
 	for _, rs := range rd.ReadStates {
 		id, _ := binary.Uvarint(rs.RequestCtx)
@@ -286,7 +337,6 @@ func (g *group) handle(rd raft.Ready) error {
 	if st.RaftState == raft.StateLeader {
 		g.leadTerm = st.GetTerm()
 	}
-	var out []coordinator.Committed
 	g.mu.Lock()
 	termStart := g.termStart
 	g.mu.Unlock()
@@ -303,13 +353,13 @@ func (g *group) handle(rd raft.Ready) error {
 			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
 			}
-			g.rn.ApplyConfChange(&cc)
+			g.confState = g.rn.ApplyConfChange(&cc)
 		case pb.EntryConfChangeV2:
 			var cc pb.ConfChangeV2
 			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
 			}
-			g.rn.ApplyConfChange(&cc)
+			g.confState = g.rn.ApplyConfChange(&cc)
 		}
 		if g.leadTerm != 0 && e.GetTerm() == g.leadTerm && termStart == 0 {
 			termStart = e.GetIndex()

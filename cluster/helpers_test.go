@@ -21,6 +21,7 @@ type testCluster struct {
 	peers []uint64
 	dir   string
 	parts int
+	copts coordinator.Options // of every node; Partitions and Logger are set
 
 	mu    sync.Mutex
 	nodes map[uint64]*Node // guarded by mu: the running ones
@@ -29,9 +30,13 @@ type testCluster struct {
 // testTick is the Raft tick of test clusters: elections take 10-20 ticks.
 const testTick = 5 * time.Millisecond
 
-func newTestCluster(t *testing.T, seed uint64, size, parts int) *testCluster {
+func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...func(*coordinator.Options)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, nw: NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*Node)}
+	tc := &testCluster{t: t, nw: NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*Node),
+		copts: coordinator.Options{Partitions: parts, Logger: quiet}}
+	for _, c := range configure {
+		c(&tc.copts)
+	}
 	for id := range uint64(size) {
 		tc.peers = append(tc.peers, id+1)
 	}
@@ -53,7 +58,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (tc *testCluster) start(id uint64) *Node {
 	tc.t.Helper()
 	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)),
-		coordinator.Options{Partitions: tc.parts, Logger: quiet},
+		tc.copts,
 		Options{ID: id, Peers: tc.peers, Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet})
 	if err != nil {
 		tc.t.Fatalf("open node %d: %v", id, err)

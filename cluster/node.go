@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,7 @@ func (o *Options) validate() error {
 // partitions on this node. It is the coordinator's Replication.
 type Node struct {
 	opts      Options
+	dir       string // the data directory
 	coord     *coordinator.Coordinator
 	groups    []*group
 	committer *log.Committer // set by Start
@@ -116,7 +118,7 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, stop: make(chan struct{}), leaders: signal.New()}
+	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New()}
 	copts.Replication = n
 	copts.LoadInBackground = false
 	c, err := coordinator.Open(dir, copts)
@@ -139,14 +141,44 @@ func (n *Node) ID() uint64 { return n.opts.ID }
 // Replay puts a journal record back into its group's storage; the
 // coordinator calls it while it loads.
 func (n *Node) Replay(index uint64, e log.Entry) error {
-	for len(n.groups) <= e.Partition {
+	g := n.group(e.Partition)
+	at, err := g.replayed.add(index, e)
+	if err != nil {
+		return err
+	}
+	g.keeper.add(index, at)
+	return nil
+}
+
+// group returns partition's group, making the groups up to it.
+func (n *Node) group(partition int) *group {
+	for len(n.groups) <= partition {
 		n.groups = append(n.groups, newGroup(n, len(n.groups)))
 	}
-	return replayRecord(n.groups[e.Partition].storage, index, e)
+	return n.groups[partition]
+}
+
+// Bounds returns what the journal holds of partition's log once
+// replayed: the first index of its entries (one past its snapshot) and
+// the last index it knew committed.
+// The partitions' loaders call it at once, after Replay: it only reads.
+func (n *Node) Bounds(partition int) (first, committed uint64) {
+	if partition >= len(n.groups) {
+		return 1, 0 // nothing in the journal
+	}
+	g := n.groups[partition]
+	if err := g.replayed.build(g.storage.MemoryStorage, partition); err != nil {
+		// No snapshot fits: the partition fails to load, and Start says why.
+		return math.MaxUint64, math.MaxUint64
+	}
+	first, _ = g.storage.FirstIndex()
+	hs, _, _ := g.storage.InitialState()
+	return first, hs.GetCommit()
 }
 
 // Start starts every group; the coordinator calls it once it has loaded.
-func (n *Node) Start(committer *log.Committer, parts int) ([]coordinator.Replica, error) {
+func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.Replica, error) {
+	parts := len(applied)
 	if len(n.groups) > parts {
 		return nil, fmt.Errorf("%w: the journal holds partition %d, there are %d", log.ErrCorrupt, len(n.groups)-1, parts)
 	}
@@ -156,7 +188,10 @@ func (n *Node) Start(committer *log.Committer, parts int) ([]coordinator.Replica
 	n.committer = committer
 	replicas := make([]coordinator.Replica, parts)
 	for i, g := range n.groups {
-		if err := g.start(); err != nil {
+		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
+			return nil, err
+		}
+		if err := g.start(applied[i]); err != nil {
 			return nil, err
 		}
 		replicas[i] = replica{g}

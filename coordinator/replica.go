@@ -20,16 +20,25 @@ import (
 // group's log. The journal still holds everything the node keeps durably,
 // but in the replication's own records.
 //
-// Snapshots are not taken of a replicated partition yet: the journal, and
-// with it each group's log, grows without bound.
+// A replicated partition takes snapshots as a single one does, at indexes
+// of its group's log, and then lets its group compact the log (see
+// Replica.Compact); a replica that lags behind a leader's compacted log
+// receives the leader's snapshot file and applies it whole.
 type Replication interface {
 	// Replay is handed every journal record, in index order, while the
-	// coordinator loads, before Start.
+	// coordinator loads, before the snapshots are read.
 	Replay(index uint64, e log.Entry) error
+	// Bounds returns, once the journal is replayed, what it holds of
+	// partition's log: the first index of its entries (every index
+	// before is in a snapshot), and the last index known committed. The
+	// partition loads its newest snapshot between the two.
+	Bounds(partition int) (first, committed uint64)
 	// Start is called once loading is done: from now on the journal is
-	// written only through committer. It returns the replica of each of
-	// the partitions, in partition order.
-	Start(committer *log.Committer, partitions int) ([]Replica, error)
+	// written only through committer. applied holds, per partition, the
+	// index its tables hold (that of the snapshot it loaded); the groups
+	// hand them their committed entries after it. It returns each
+	// partition's replica, in partition order.
+	Start(committer *log.Committer, applied []uint64) ([]Replica, error)
 }
 
 // Replica is one partition's replicated log, as its writer uses it.
@@ -53,16 +62,29 @@ type Replica interface {
 	ID() uint64
 	// ReadIndex returns the group's commit index as its leader confirms
 	// it with a quorum, after the call began: once this node has applied
-	// it, its tables hold every write acknowledged before the call.
+	// it, its tables hold every write acknowledged before the call. An
+	// error that is ErrNotLeader means this node lost the lead meanwhile.
 	ReadIndex(ctx context.Context) (uint64, error)
+	// Compact lets the group drop its log up to index, which a durable
+	// snapshot of the partition holds, and returns the lowest journal
+	// index the group still needs. An index at or below the last
+	// compaction drops nothing but moves what the group needs up to the
+	// journal's end.
+	Compact(ctx context.Context, index uint64) (keepFrom uint64, err error)
+	// KeepFrom returns the lowest journal index the group needs.
+	KeepFrom() uint64
 }
 
 // Committed is one committed entry of a replicated log. Data is nil for
 // the entries the replication writes for itself (a new leader's empty
 // entry, a configuration change): they take an index and change nothing.
+// Snapshot marks a leader's snapshot received in place of the entries up
+// to Index: the partition's snapshot file Index, which replaces the
+// tables.
 type Committed struct {
 	Index, Term uint64
 	Data        []byte
+	Snapshot    bool
 }
 
 // ErrNotLeader reports a write sent to a node that does not lead the
@@ -123,10 +145,16 @@ type proposed struct {
 // closed: requests still waiting or in flight then get ErrClosed (a record
 // in flight may still be committed by the group). If the replica stops
 // first, it answers every request with ErrClosed until reqs is closed.
-func (p *partition) runReplicated() {
+func (p *partition) runReplicated(stop <-chan struct{}) {
 	committed := p.rep.replica.Committed()
+	defer p.stopSnapshot()
 	for {
 		select {
+		case res := <-p.snapDone:
+			p.finishSnapshot(res, stop)
+		case <-p.snapAsked:
+			p.snapPinning = true
+			p.maybeSnapshot(stop)
 		case req, ok := <-p.reqs:
 			if !ok {
 				p.failWaiting(ErrClosed)
@@ -134,7 +162,7 @@ func (p *partition) runReplicated() {
 				return
 			}
 			p.rep.waiting = append(p.rep.waiting, req)
-			p.serveWaiting()
+			p.serveWaiting(stop)
 		case entries, ok := <-committed:
 			if !ok {
 				p.failInflight(ErrClosed)
@@ -144,20 +172,39 @@ func (p *partition) runReplicated() {
 				}
 				return
 			}
-			p.applyCommitted(entries)
+			if err := p.applyCommitted(entries); err != nil {
+				p.failStopped(err)
+				return
+			}
+			p.maybeSnapshot(stop)
 			if leader, _ := p.rep.replica.Lead(); leader != p.rep.replica.ID() {
 				// Another leader decides the fate of what is in flight, and
 				// this node may not learn it for long (cut off, say).
 				p.failInflight(fmt.Errorf("%w: partition %d", ErrLeadershipLost, p.id))
 			}
-			p.serveWaiting()
+			p.serveWaiting(stop)
 		}
+	}
+}
+
+// failStopped stops a replicated partition that cannot go on (a snapshot
+// received that does not read back): it answers every request with err
+// until reqs is closed.
+func (p *partition) failStopped(err error) {
+	err = fmt.Errorf("coordinator: partition %d stopped: %w", p.id, err)
+	p.logger.Error("replicated partition stopped", "partition", p.id, "err", err)
+	p.loadErr = err
+	p.state.Store(stateFailed)
+	p.failInflight(err)
+	p.failWaiting(err)
+	for req := range p.reqs {
+		req.done <- result{err: err}
 	}
 }
 
 // serveWaiting builds and proposes the waiting requests, in order, as far
 // as it can.
-func (p *partition) serveWaiting() {
+func (p *partition) serveWaiting(stop <-chan struct{}) {
 	rs := p.rep
 	n := 0
 	for n < len(rs.waiting) {
@@ -167,8 +214,10 @@ func (p *partition) serveWaiting() {
 			n++
 			continue
 		}
-		if r.control != nil {
-			r.done <- result{err: fmt.Errorf("%w: snapshots of a replicated partition are not supported", ErrInvalid)}
+		if r.control != nil { // a snapshot asked for: each replica takes its own
+			r.control(p)
+			r.done <- result{}
+			p.maybeSnapshot(stop)
 			n++
 			continue
 		}
@@ -214,8 +263,15 @@ func (p *partition) propose(r *request) {
 
 // applyCommitted applies committed entries to the tables, in order, and
 // answers the requests whose records they are, or that they show lost.
-func (p *partition) applyCommitted(entries []Committed) {
+func (p *partition) applyCommitted(entries []Committed) error {
 	rs := p.rep
+	for _, e := range entries {
+		if e.Snapshot && e.Index > p.applied {
+			if err := p.installSnapshot(e.Index); err != nil {
+				return err
+			}
+		}
+	}
 	p.offsets.Update(func(w cache.OffsetsWriter) {
 		for _, e := range entries {
 			if e.Index <= p.applied {
@@ -226,6 +282,7 @@ func (p *partition) applyCommitted(entries []Committed) {
 					// The leader decoded it before proposing it.
 					panic(fmt.Sprintf("coordinator: partition %d cannot apply committed entry %d: %v", p.id, e.Index, err))
 				}
+				p.sinceSnapshot += int64(len(e.Data))
 			}
 			p.applied = e.Index
 		}
@@ -250,6 +307,37 @@ func (p *partition) applyCommitted(entries []Committed) {
 		clear(p.batchGen)
 	}
 	p.changed.fire()
+	return nil
+}
+
+// installSnapshot replaces the tables by the partition's snapshot file
+// index, a leader's snapshot this node received in place of the entries up
+// to index. Readers see the old tables or the new ones, never a mix of
+// groups (the offsets change under one write lock).
+func (p *partition) installSnapshot(index uint64) error {
+	for _, scope := range p.switches.Scopes(nil) {
+		p.switches.SetGlobalRead(scope, false) // the snapshot holds those on
+	}
+	groups := p.offsets.Groups(nil)
+	p.capturedAt = make(map[string]uint64)
+	var err error
+	p.offsets.Update(func(w cache.OffsetsWriter) {
+		for _, g := range groups {
+			w.DeleteGroup(g)
+		}
+		err = p.snaps.Read(index, func(typ byte, payload []byte) error {
+			return p.apply(w, index, typ, payload)
+		})
+		w.SetApplied(index)
+	})
+	if err != nil {
+		return fmt.Errorf("snapshot %d received: %w", index, err)
+	}
+	p.applied = index
+	p.prevSnapshot, p.lastSnapshot = 0, index
+	p.sinceSnapshot = 0
+	p.switched.fire()
+	return nil
 }
 
 // entryAt returns the entry of entries at index, or nil.
@@ -294,10 +382,15 @@ func (c *Coordinator) Barrier(ctx context.Context, group string) error {
 		return &NotLeaderError{Partition: p.id, Leader: leader}
 	}
 	index, err := rs.replica.ReadIndex(ctx)
-	if err != nil {
-		if leader, _ := rs.replica.Lead(); leader != rs.replica.ID() && ctx.Err() == nil {
-			return &NotLeaderError{Partition: p.id, Leader: leader}
+	if errors.Is(err, ErrNotLeader) {
+		// The lead moved while the read waited; Lead may not know where yet.
+		leader, _ := rs.replica.Lead()
+		if leader == rs.replica.ID() {
+			leader = 0
 		}
+		return &NotLeaderError{Partition: p.id, Leader: leader}
+	}
+	if err != nil {
 		return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
 	}
 	for {
@@ -341,7 +434,11 @@ func (c *Coordinator) startReplication(loading []*partition) error {
 	if c.opts.Replication == nil {
 		return nil
 	}
-	replicas, err := c.opts.Replication.Start(c.committer, len(c.parts))
+	applied := make([]uint64, len(c.parts))
+	for _, p := range loading {
+		applied[p.id] = p.lastSnapshot
+	}
+	replicas, err := c.opts.Replication.Start(c.committer, applied)
 	if err != nil {
 		return err
 	}
@@ -350,6 +447,21 @@ func (c *Coordinator) startReplication(loading []*partition) error {
 	}
 	for _, p := range loading {
 		p.rep = &replicaState{replica: replicas[p.id]}
+		p.applied = p.lastSnapshot
+		p.rep.applied.Store(p.applied)
+		p.keepFrom.Store(min(p.rep.replica.KeepFrom(), c.journal.LastIndex()+1))
 	}
+	return nil
+}
+
+// compactReplica lets a replicated partition's group drop its log up to
+// the snapshot kept to fall back to, once a newer one is durable; it runs
+// on the snapshot goroutine.
+func (p *partition) compactReplica(prev uint64) error {
+	keep, err := p.rep.replica.Compact(context.Background(), prev)
+	if err != nil {
+		return err
+	}
+	p.keepFrom.Store(min(keep, p.committer.LastIndex()+1))
 	return nil
 }
