@@ -22,13 +22,24 @@
 //
 //	32 raft entry:      a raftpb.Entry (protobuf)
 //	33 raft hard state: a raftpb.HardState (protobuf)
+//	34 raft snapshot:   kind (1 compacted, 2 received) | raftpb.SnapshotMetadata
+//
+// A group's snapshots are its partition's snapshot files, which the
+// coordinator writes as on a single node, at indexes of the group's log.
+// Once a newer one is durable, the group's log is compacted up to the older
+// one (kept to fall back to): a snapshot record and the hard state are
+// written again at the journal's end, and the journal drops the segments
+// below the lowest record any group still needs (its snapshot record, or
+// its first entry after it). A follower that needs entries a leader
+// compacted gets the leader's snapshot file instead (MsgSnap), makes it
+// its own, and its coordinator replaces its tables by it.
 //
 // On open the journal is replayed into one raft.MemoryStorage per group, as
-// etcd's raftexample replays its WAL: an entry overwrites any entry at its
-// index or after it, the last hard state wins. Raft then hands the
-// committed entries again to the coordinator, which rebuilds its tables
-// from them. Snapshots and log compaction are not done yet: the journal of
-// a cluster node grows without bound.
+// etcd's raftexample replays its WAL: the newest snapshot, then the
+// entries after it in the order written (an entry replaces any at its
+// index or after it), then the last hard state. The partition loads the
+// newest snapshot the log allows, and raft hands the coordinator the
+// committed entries after it.
 //
 // # Reads
 //
