@@ -125,7 +125,8 @@ type replicaState struct {
 	waiting []*request
 	// inflight holds the proposed records not yet committed, oldest first.
 	inflight []proposed
-	data     [][]byte      // scratch for Propose
+	data     [][]byte      // the records of batch, for Propose
+	batch    []proposed    // built, to propose together
 	applied  atomic.Uint64 // the writer's applied, for Barrier
 }
 
@@ -227,17 +228,22 @@ func (p *partition) serveWaiting(stop <-chan struct{}) {
 			n++
 			continue
 		}
-		if start == 0 || p.applied < start || (r.readsState && len(rs.inflight) > 0) {
+		if start == 0 || p.applied < start || (r.readsState && (len(rs.inflight) > 0 || len(rs.batch) > 0)) {
 			break // wait for the next committed entries
 		}
-		p.propose(r)
+		p.build(r)
 		n++
+		if r.readsState {
+			break // later requests must see its effect, which only the tables show
+		}
 	}
 	rs.waiting = rs.waiting[:copy(rs.waiting, rs.waiting[n:])]
+	p.proposeBatch()
 }
 
-// propose builds r's record and proposes it, or answers r with its error.
-func (p *partition) propose(r *request) {
+// build builds r's record into the batch to propose, or answers r with its
+// error.
+func (p *partition) build(r *request) {
 	rs := p.rep
 	b, out, err := r.build(p, nil)
 	if err != nil {
@@ -249,16 +255,31 @@ func (p *partition) propose(r *request) {
 		return
 	}
 	data := make([]byte, 0, 1+len(b))
-	data = append(append(data, r.typ), b...)
-	rs.data = append(rs.data[:0], data)
-	term, index, err := rs.replica.Propose(r.ctx, rs.data)
-	clear(rs.data)
-	if err != nil {
-		// Not appended (a transfer of the lead under way, say).
-		r.done <- result{err: fmt.Errorf("%w: partition %d: %v", ErrNotCommitted, p.id, err)}
+	rs.data = append(rs.data, append(append(data, r.typ), b...))
+	rs.batch = append(rs.batch, proposed{req: r, out: out})
+}
+
+// proposeBatch proposes the records built since the last batch as
+// consecutive entries of one proposal: one append, and one fsync, for all.
+func (p *partition) proposeBatch() {
+	rs := p.rep
+	if len(rs.batch) == 0 {
 		return
 	}
-	rs.inflight = append(rs.inflight, proposed{req: r, out: out, term: term, index: index})
+	term, first, err := rs.replica.Propose(context.Background(), rs.data)
+	for i, pr := range rs.batch {
+		if err != nil {
+			// Not appended (a transfer of the lead under way, say).
+			pr.req.done <- result{err: fmt.Errorf("%w: partition %d: %v", ErrNotCommitted, p.id, err)}
+			continue
+		}
+		pr.term, pr.index = term, first+uint64(i)
+		rs.inflight = append(rs.inflight, pr)
+	}
+	clear(rs.data)
+	rs.data = rs.data[:0]
+	clear(rs.batch)
+	rs.batch = rs.batch[:0]
 }
 
 // applyCommitted applies committed entries to the tables, in order, and
