@@ -21,6 +21,10 @@ import (
 // a lossy network would.
 const inboxSize = 4096
 
+// maxStepBatch bounds the messages a group steps before it handles what
+// they make ready.
+const maxStepBatch = 256
+
 // group is one partition's Raft group on this node. Its goroutine (run)
 // alone touches rn; everything else talks to it through channels.
 type group struct {
@@ -162,6 +166,17 @@ func (g *group) run(stop <-chan struct{}) {
 			c.done <- compactResult{keep, err}
 		case m := <-g.inbox:
 			_ = g.rn.Step(m) // messages of removed or unknown peers are dropped
+			// Every message that waits too, so that one Ready, and one
+			// fsync, answers them all.
+			for range maxStepBatch {
+				select {
+				case m := <-g.inbox:
+					_ = g.rn.Step(m)
+					continue
+				default:
+				}
+				break
+			}
 		case p := <-g.props:
 			p.done <- g.propose(p.data)
 		case r := <-g.reads:
@@ -258,7 +273,19 @@ func (g *group) handle(rd raft.Ready) error {
 		meta := rd.Snapshot.GetMetadata()
 		out = append(out, coordinator.Committed{Index: meta.GetIndex(), Term: meta.GetTerm(), Snapshot: true})
 	}
-	if received || len(rd.Entries) > 0 || !raft.IsEmptyHardState(rd.HardState) {
+	if !raft.IsEmptyHardState(rd.HardState) {
+		// raft reads it back only when it restarts: setting it before it
+		// is durable is safe, and what is written below is this one.
+		if err := g.storage.SetHardState(rd.HardState); err != nil {
+			return err
+		}
+	}
+	// A change of the commit index alone need not be durable before
+	// anything (raft's MustSync): it is written with the next entries,
+	// vote or snapshot, and before every snapshot of the partition (see
+	// compact), so that no snapshot is ahead of the commit index the
+	// journal holds. This saves an fsync on most Readies.
+	if received || rd.MustSync {
 		g.records = g.records[:0]
 		var err error
 		if received {
@@ -266,8 +293,9 @@ func (g *group) handle(rd raft.Ready) error {
 			r, err = snapshotRecord(g.partition, snapReceived, rd.Snapshot.GetMetadata())
 			g.records = append(g.records, r)
 		}
+		hs, _, _ := g.storage.InitialState()
 		if err == nil {
-			g.records, err = appendRecords(g.records, g.partition, rd.Entries, rd.HardState)
+			g.records, err = appendRecords(g.records, g.partition, rd.Entries, hs)
 		}
 		var first uint64
 		if err == nil {
@@ -291,16 +319,9 @@ func (g *group) handle(rd raft.Ready) error {
 			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
 			j++
 		}
-		if !raft.IsEmptyHardState(rd.HardState) {
-			g.keeper.add(j, placed{typ: recHardState})
-		}
+		g.keeper.add(j, placed{typ: recHardState})
 		if err := g.storage.Append(rd.Entries); err != nil {
 			return err
-		}
-		if !raft.IsEmptyHardState(rd.HardState) {
-			if err := g.storage.SetHardState(rd.HardState); err != nil {
-				return err
-			}
 		}
 	}
 	if len(rd.Messages) > 0 {

@@ -59,7 +59,10 @@ type compactResult struct {
 // hard state again at the journal's end, so that the group no longer
 // needs any journal record before them but its entries after index. With
 // index at or below the last compaction it only writes them again (a
-// quiet group that holds the journal's front lets it go).
+// quiet group that holds the journal's front lets it go). The hard state
+// written holds the commit index as of now: the coordinator compacts
+// before it writes a new snapshot, which is then never ahead of the
+// commit index the journal holds.
 func (g *group) compact(index uint64) (uint64, error) {
 	snap, _ := g.storage.MemoryStorage.Snapshot()
 	if index > snap.GetMetadata().GetIndex() {
@@ -75,25 +78,30 @@ func (g *group) compact(index uint64) (uint64, error) {
 		snap, _ = g.storage.MemoryStorage.Snapshot()
 	}
 	meta := snap.GetMetadata()
-	if meta.GetIndex() == 0 {
-		return g.keeper.keep.Load(), nil
-	}
-	r, err := snapshotRecord(g.partition, snapCompacted, meta)
-	if err != nil {
-		return 0, err
+	g.records = g.records[:0]
+	if meta.GetIndex() != 0 {
+		r, err := snapshotRecord(g.partition, snapCompacted, meta)
+		if err != nil {
+			return 0, err
+		}
+		g.records = append(g.records, r)
 	}
 	hs, _, _ := g.storage.InitialState()
-	g.records, err = appendRecords(append(g.records[:0], r), g.partition, nil, hs)
+	var err error
+	g.records, err = appendRecords(g.records, g.partition, nil, hs)
 	var first uint64
 	if err == nil {
 		first, _, err = g.node.committer.Commit(g.records)
 	}
+	n := len(g.records)
 	clear(g.records)
 	if err != nil {
 		return 0, err
 	}
-	g.keeper.add(first, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapCompacted})
-	g.keeper.add(first+1, placed{typ: recHardState})
+	if n == 2 {
+		g.keeper.add(first, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapCompacted})
+	}
+	g.keeper.add(first+uint64(n)-1, placed{typ: recHardState})
 	return g.keeper.keep.Load(), nil
 }
 

@@ -113,17 +113,21 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 		res := snapResult{index: index, refresh: refresh}
 		// Under UnsafeNoSync the journal is synced first: a snapshot must
 		// never cover records a machine crash could take back.
-		if res.err = p.committer.Sync(); res.err == nil && !refresh {
-			res.size, res.err = p.writeSnapshot(index, stop)
-		}
-		res.took = time.Since(start)
+		res.err = p.committer.Sync()
 		if res.err == nil && p.rep != nil {
+			// Before the new snapshot: the group's log goes up to the
+			// previous one (already durable), and the journal then holds
+			// a commit index at least the new snapshot's.
 			to := prev
 			if refresh {
 				to = index
 			}
 			res.err = p.compactReplica(to)
 		}
+		if res.err == nil && !refresh {
+			res.size, res.err = p.writeSnapshot(index, stop)
+		}
+		res.took = time.Since(start)
 		if res.err == nil {
 			// The newest and the previous snapshot stay. Then the journal
 			// may drop what no partition needs; unlinking files can take
