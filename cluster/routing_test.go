@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,6 +63,23 @@ func TestRouting(t *testing.T) {
 	o, err := c.Offset(ctx, "g", "t", 0)
 	if err != nil || o.Offset != 42 {
 		t.Fatalf("offset through follower %d: %+v, %v; want 42", follower, o, err)
+	}
+
+	// A static topic lives in its name's partition: created and read
+	// through whichever node, on that partition's leader.
+	for _, id := range tc.peers {
+		sc, err := client.New(urls[id], client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic := fmt.Sprint("topic-", id)
+		if _, err := sc.CreateStaticTopic(ctx, topic, "clusterA", 4, []string{"b1", "b2"}); err != nil {
+			t.Fatalf("create static topic %s through node %d: %v", topic, id, err)
+		}
+		m, err := sc.StaticTopic(ctx, topic, "clusterA")
+		if err != nil || m.TotalQueues != 4 {
+			t.Fatalf("static topic %s through node %d: %+v, %v", topic, id, m, err)
+		}
 	}
 
 	// Without a client to follow it, the answer is a 421 naming the leader.

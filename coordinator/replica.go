@@ -394,7 +394,16 @@ func (p *partition) failInflight(err error) {
 // then waits to have applied up to its commit index. Without Replication
 // it returns at once.
 func (c *Coordinator) Barrier(ctx context.Context, group string) error {
-	p := c.groupPartition(group)
+	return c.barrier(ctx, c.groupPartition(group))
+}
+
+// TopicBarrier is Barrier for the partition of a static topic: reads of
+// its mappings and routes that follow it are linearizable.
+func (c *Coordinator) TopicBarrier(ctx context.Context, topic string) error {
+	return c.barrier(ctx, c.topicPartition(topic))
+}
+
+func (c *Coordinator) barrier(ctx context.Context, p *partition) error {
 	if err := c.readable(p); err != nil || p.rep == nil {
 		return err
 	}

@@ -87,6 +87,20 @@ func (s *Server) linearizable(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// linearizableTopic is linearizable for the reads of a static topic.
+func (s *Server) linearizableTopic(next http.HandlerFunc) http.HandlerFunc {
+	if s.opts.Cluster == nil {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.c.TopicBarrier(r.Context(), r.PathValue("topic")); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		next(w, r)
+	}
+}
+
 // notLeader answers a request sent to a node that does not lead its
 // partition: 421 with the leader's address, or 503 when no leader is
 // known. It reports false for other errors.

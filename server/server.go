@@ -246,7 +246,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"POST": s.createStaticTopic,
 		}},
 		{path: "/v1/static-topics/{topic}", methods: map[string]http.HandlerFunc{
-			"GET": s.getStaticTopic,
+			"GET": s.linearizableTopic(s.getStaticTopic),
 			"PUT": s.putStaticTopic,
 		}},
 		{path: "/v1/static-topics/{topic}/remap", methods: map[string]http.HandlerFunc{
@@ -256,7 +256,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"POST": s.importStaticTopic,
 		}},
 		{path: "/v1/static-topics/{topic}/export", methods: map[string]http.HandlerFunc{
-			"GET": s.exportStaticTopic,
+			"GET": s.linearizableTopic(s.exportStaticTopic),
 		}},
 		{path: "/v1/static-topics/{topic}/trim", methods: map[string]http.HandlerFunc{
 			"POST": s.trimStaticTopic,
@@ -268,7 +268,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"GET": s.getRoute,
 		}},
 		{path: "/v1/static-topics/{topic}/translate", methods: map[string]http.HandlerFunc{
-			"GET": s.translate,
+			"GET": s.linearizableTopic(s.translate),
 		}},
 		{path: "/v1/scopes", methods: map[string]http.HandlerFunc{
 			"GET": s.listScopes,
