@@ -329,3 +329,111 @@ func waitCached(h *httpStore, url string, buf *bytes.Buffer) error {
 	}
 	return nil
 }
+
+// BenchmarkHTTPFloor is the floor under offsetd-http's point fetch
+// (BenchmarkFetch's sys=offsetd-http): a bare net/http handler that answers
+// every GET with the bytes offsetd answers a point fetch of the workload
+// with (taken from a real server, Content-Type included), on a loopback
+// listener, read whole by a plain net/http client over keep-alive
+// connections, with as many readers as BenchmarkFetch. What offsetd-http
+// costs above it is routing, metrics, the lookup, and JSON on both sides.
+//
+// ns/op is wall time per request; fetches/s says the same as a rate, in
+// BenchmarkFetch's unit.
+func BenchmarkHTTPFloor(b *testing.B) {
+	body, err := pointFetchBody(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	group, topic, partition := workload.key(0)
+	path := fmt.Sprintf("/v1/groups/%s/offsets/%s/%d", group, topic, partition)
+	for _, readers := range fetchReaders {
+		b.Run(fmt.Sprintf("sys=net-http/readers=%d", readers), func(b *testing.B) {
+			f, err := startFloor(body, readers)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.close()
+			url := f.base + path
+			bufs := make(chan *bytes.Buffer, readers)
+			for range readers {
+				bufs <- new(bytes.Buffer)
+			}
+			benchRead(b, readers, 1, func(int) error {
+				buf := <-bufs
+				defer func() { bufs <- buf }()
+				resp, err := f.hc.Get(url)
+				if err != nil {
+					return err
+				}
+				buf.Reset()
+				_, err = buf.ReadFrom(resp.Body)
+				resp.Body.Close()
+				if err == nil && (resp.StatusCode != http.StatusOK || !bytes.Equal(buf.Bytes(), body)) {
+					err = fmt.Errorf("floor answered %d with %q", resp.StatusCode, buf.Bytes())
+				}
+				return err
+			})
+		})
+	}
+}
+
+// pointFetchBody returns offsetd's answer to a point fetch of key 0 of the
+// workload: a real server in dir, one commit of the key, one GET.
+func pointFetchBody(dir string) ([]byte, error) {
+	h, err := startHTTP(dir, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	dst := make([]coordinator.OffsetCommit, partitionsPerTopic)
+	var buf bytes.Buffer
+	status := 0
+	err = h.Commit(context.Background(), workload.fill(dst, 0, 0, 0), dst)
+	if err == nil {
+		group, topic, partition := workload.key(0)
+		status, _, err = h.get(fmt.Sprintf("%s/v1/groups/%s/offsets/%s/%d", h.base, group, topic, partition), "", &buf)
+	}
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("point fetch: status %d: %s", status, buf.Bytes())
+	}
+	return buf.Bytes(), errors.Join(err, h.Close())
+}
+
+// floorServer is a bare net/http server on loopback that answers every
+// request with one body, and a client of it.
+type floorServer struct {
+	hs     *http.Server
+	served chan error
+	base   string
+	hc     *http.Client
+}
+
+func startFloor(body []byte, callers int) (*floorServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	contentType := []string{"application/json"}
+	f := &floorServer{
+		hs: &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header()["Content-Type"] = contentType
+				w.Write(body)
+			}),
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          log.New(io.Discard, "", 0),
+		},
+		served: make(chan error, 1),
+		base:   "http://" + ln.Addr().String(),
+	}
+	go func() { f.served <- f.hs.Serve(ln) }()
+	conns := max(httpConns, callers)
+	f.hc = &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}}
+	return f, nil
+}
+
+func (f *floorServer) close() {
+	f.hc.CloseIdleConnections()
+	f.hs.Close()
+	<-f.served
+}

@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -13,6 +16,11 @@ import (
 // restartWrites is how many times the restart benchmark writes every key
 // before it restarts: the log holds that much history.
 const restartWrites = 6
+
+// restartProfile names a file to write a CPU profile of the restarts to:
+// the restarts, not the loading before them.
+// Samples of the restart carry the label phase=restart (pprof -tagfocus).
+var restartProfile = flag.String("restart.cpuprofile", "", "write a CPU profile of BenchmarkRestart's restarts to `file`")
 
 // BenchmarkRestart measures a restart: the time from opening a store that
 // holds the whole key space, each key written restartWrites times, to its
@@ -33,41 +41,75 @@ func BenchmarkRestart(b *testing.B) {
 			continue
 		}
 		b.Run(fmt.Sprintf("sys=%s/writes=%d", sys.name, restartWrites), func(b *testing.B) {
-			benchRestart(b, sys, restartWrites)
+			benchRestart(b, sys, workload, restartWrites)
+		})
+	}
+	if os.Getenv("BENCH_FULL") == "1" {
+		// A store ten times larger than the key space of the rest, written
+		// once: restart time and heap follow the live keys.
+		ks := newKeySpace("10M", restartLargeKeys/(topicsPerGroup*partitionsPerTopic))
+		b.Run("sys=offsetd/keys=10M/writes=1", func(b *testing.B) {
+			benchRestart(b, offsetdSystem, ks, 1)
 		})
 	}
 }
 
-func benchRestart(b *testing.B, sys system, writes int) {
-	dir := loadedDir(b, sys, writes)
-	keys := workload.keys()
+// restartLargeKeys is the live keys of the full run's large restart.
+const restartLargeKeys = 10_000_000
+
+func benchRestart(b *testing.B, sys system, ks *keySpace, writes int) {
+	dir := loadedDirOf(b, sys, ks, writes)
+	keys := ks.keys()
 	step := stride % keys
 	var heap uint64
 	replayed := 0
+	if *restartProfile != "" {
+		f, err := os.Create(*restartProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.StopTimer()
 	for i := range b.N {
 		probe := (i + 1) * step % keys
-		group, topic, partition := workload.key(probe)
+		group, topic, partition := ks.key(probe)
 		before := liveHeap()
 
 		b.StartTimer()
-		s, err := sys.open(dir, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		o, ok, err := s.(reader).Fetch(group, topic, partition)
-		if errors.Is(err, coordinator.ErrLoading) {
-			// Options that load in the background answer "loading" until
-			// the partition is ready: wait, then fetch again.
-			if w, canWait := s.(interface{ WaitReady(context.Context) error }); canWait {
-				if err = w.WaitReady(context.Background()); err == nil {
-					o, ok, err = s.(reader).Fetch(group, topic, partition)
+		var (
+			s   committer
+			o   coordinator.Offset
+			ok  bool
+			err error
+		)
+		// The label marks the restart's own goroutines (they inherit it) in
+		// the profile, apart from the collections liveHeap forces.
+		pprof.Do(context.Background(), pprof.Labels("phase", "restart"), func(context.Context) {
+			if s, err = sys.open(dir, 1); err != nil {
+				return
+			}
+			o, ok, err = s.(reader).Fetch(group, topic, partition)
+			if errors.Is(err, coordinator.ErrLoading) {
+				// Options that load in the background answer "loading" until
+				// the partition is ready: wait, then fetch again.
+				if w, canWait := s.(interface{ WaitReady(context.Context) error }); canWait {
+					if err = w.WaitReady(context.Background()); err == nil {
+						o, ok, err = s.(reader).Fetch(group, topic, partition)
+					}
 				}
 			}
-		}
+		})
 		b.StopTimer()
+		if s == nil {
+			b.Fatal(err)
+		}
 
 		if err != nil || !ok {
 			b.Fatalf("first fetch after open: ok %v, err %v", ok, err)

@@ -103,7 +103,7 @@ if [ "$mode" = ci ]; then
   bench '.' 1x
 else
   bench '^BenchmarkCommit$' "$commit_time"
-  bench '^BenchmarkFetch(Group)?$' "$read_time"
+  bench '^Benchmark(Fetch(Group)?|HTTPFloor)$' "$read_time"
   bench '^BenchmarkPolledFetch$' "$read_time"
   bench '^BenchmarkRestart$' "$restart_time"
 fi

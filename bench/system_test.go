@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/offsetd/offsetd/coordinator"
 )
@@ -105,26 +106,35 @@ func loadParallel(ks *keySpace, rounds, workers int, commit func(group string, o
 // calibration runs) load each once.
 var loaded struct {
 	mu   sync.Mutex
-	dirs map[string]string // guarded by mu; "name/rounds" → directory
+	dirs map[string]string // guarded by mu; "name/keyspace/rounds" → directory
 }
 
 // loadedDir returns a directory holding rounds of the run's key space,
 // written by sys and closed.
 func loadedDir(tb testing.TB, sys system, rounds int) string {
 	tb.Helper()
+	return loadedDirOf(tb, sys, workload, rounds)
+}
+
+// loadedDirOf returns a directory holding rounds of key space ks, written
+// by sys and closed. It logs how long writing it took.
+func loadedDirOf(tb testing.TB, sys system, ks *keySpace, rounds int) string {
+	tb.Helper()
 	loaded.mu.Lock()
 	defer loaded.mu.Unlock()
-	id := fmt.Sprintf("%s/%d", sys.name, rounds)
+	id := fmt.Sprintf("%s/%s/%d", sys.name, ks.name, rounds)
 	if dir, ok := loaded.dirs[id]; ok {
 		return dir
 	}
-	dir := filepath.Join(dataRoot, fmt.Sprintf("%s-%d", sys.name, rounds))
+	dir := filepath.Join(dataRoot, fmt.Sprintf("%s-%s-%d", sys.name, ks.name, rounds))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := sys.load(dir, workload, rounds); err != nil {
+	start := time.Now()
+	if err := sys.load(dir, ks, rounds); err != nil {
 		tb.Fatalf("loading %s: %v", sys.name, err)
 	}
+	tb.Logf("%s: wrote %d keys × %d rounds in %v", sys.name, ks.keys(), rounds, time.Since(start).Round(time.Millisecond))
 	if loaded.dirs == nil {
 		loaded.dirs = make(map[string]string)
 	}

@@ -1,8 +1,8 @@
 package cache
 
 import (
-	"cmp"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -40,62 +40,103 @@ type GroupInfo struct {
 	Offsets int
 }
 
+// groupTopic is the key of the table's one lookup: a fetch finds a group's
+// offsets on a topic, then the partition by its number.
+type groupTopic struct {
+	group, topic string
+}
+
+// topicRef is the value of the table's one lookup. It carries the dense
+// slots beside their partitions, so that a fetch goes from the map
+// straight to the slot; the writer stores it again whenever the slots
+// move or grow.
+type topicRef struct {
+	dense []slot
+	ps    *partitions
+}
+
 type group struct {
-	name    string
-	info    GroupInfo
-	offsets map[TopicPartition]Offset
+	name   string
+	info   GroupInfo
+	topics []*partitions // sorted by topic name; each has live offsets
+}
+
+// find returns the position of topic in g.topics, or where it would go.
+func (g *group) find(topic string) (int, bool) {
+	return slices.BinarySearchFunc(g.topics, topic, func(ps *partitions, t string) int { return strings.Compare(ps.topic, t) })
 }
 
 // Offsets is one internal partition's table of group offsets. Reads are safe
 // from any goroutine; writes happen only through Update.
+//
+// The offsets of a group on a topic sit in one slice indexed by partition
+// number, under one map keyed by group and topic; group and topic names
+// are held once (interned), so a key costs its offset and little else.
 type Offsets struct {
 	mu      sync.RWMutex
-	groups  map[string]*group // guarded by mu
-	keys    int               // guarded by mu
-	applied uint64            // guarded by mu; the log index the table is at
+	groups  map[string]*group       // guarded by mu
+	topics  map[groupTopic]topicRef // guarded by mu
+	names   map[string]string       // guarded by mu; interned topic names
+	keys    int                     // guarded by mu
+	applied uint64                  // guarded by mu; the log index the table is at
+	last    string                  // guarded by mu; the topic name interned last
+	md      metadataTable           // guarded by mu
+	// Writer state, guarded by mu: the group written last, and the blocks
+	// new objects are cut from (see carve).
+	lastGroup *group
+	slab      []slot
+	spare     []partitions
 }
 
 // NewOffsets returns an empty table.
 func NewOffsets() *Offsets {
-	return &Offsets{groups: make(map[string]*group)}
+	return &Offsets{groups: make(map[string]*group), topics: make(map[groupTopic]topicRef), names: make(map[string]string), md: newMetadataTable()}
 }
 
 // Get returns the latest offset of group on topic and partition.
 func (t *Offsets) Get(groupName, topic string, partition int32) (Offset, bool) {
 	t.mu.RLock()
-	g := t.groups[groupName]
-	var v Offset
-	ok := false
-	if g != nil {
-		v, ok = g.offsets[TopicPartition{topic, partition}]
+	r, found := t.topics[groupTopic{groupName, topic}]
+	var (
+		s  slot
+		v  Offset
+		ok bool
+	)
+	if uint32(partition) < uint32(len(r.dense)) {
+		s = r.dense[partition]
+		ok = s.live
+	} else if found {
+		s, ok = r.ps.get(partition)
+	}
+	if ok {
+		v = t.offset(s)
 	}
 	t.mu.RUnlock()
 	return v, ok
+}
+
+// offset returns the value a slot holds; t.mu must be held.
+func (t *Offsets) offset(s slot) Offset {
+	return Offset{Offset: s.offset, LeaderEpoch: s.epoch, Metadata: t.md.strs[s.metadata], CommitTime: s.commitTime}
+}
+
+// appendEntries appends the offsets of ps to dst; t.mu must be held.
+func (t *Offsets) appendEntries(dst []Entry, ps *partitions) []Entry {
+	ps.each(func(p int32, s slot) {
+		dst = append(dst, Entry{TopicPartition{ps.topic, p}, t.offset(s)})
+	})
+	return dst
 }
 
 // Group appends the group's offsets to dst, sorted by topic then partition,
 // and returns them with the group's description. ok is false when the group
 // has no offsets.
 func (t *Offsets) Group(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
-	start := len(dst)
-	dst, info, ok = t.GroupEntries(groupName, dst)
-	slices.SortFunc(dst[start:], func(a, b Entry) int {
-		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Partition, b.Partition)
-	})
-	return dst, info, ok
-}
-
-// GroupEntries is Group without the sorting, for readers that do not need
-// an order (snapshots).
-func (t *Offsets) GroupEntries(groupName string, dst []Entry) (entries []Entry, info GroupInfo, ok bool) {
 	dst, info, _, ok = t.GroupAt(groupName, dst)
 	return dst, info, ok
 }
 
-// GroupAt is GroupEntries that also returns the log index the table was at
+// GroupAt is Group that also returns the log index the table was at
 // when the group was read (SetApplied), so that a snapshot can record the
 // exact point each group was captured at.
 func (t *Offsets) GroupAt(groupName string, dst []Entry) (entries []Entry, info GroupInfo, applied uint64, ok bool) {
@@ -105,9 +146,9 @@ func (t *Offsets) GroupAt(groupName string, dst []Entry) (entries []Entry, info 
 	if g == nil {
 		return dst, GroupInfo{}, t.applied, false
 	}
-	dst = slices.Grow(dst, len(g.offsets))
-	for k, v := range g.offsets {
-		dst = append(dst, Entry{k, v})
+	dst = slices.Grow(dst, g.info.Offsets)
+	for _, ps := range g.topics {
+		dst = t.appendEntries(dst, ps)
 	}
 	return dst, g.info, t.applied, true
 }
@@ -141,19 +182,27 @@ type GroupOffset struct {
 }
 
 // Topic appends to dst the offset of every group on every partition of
-// topic. It visits every key of the table: it serves operators' views and
-// checks, not the hot path.
+// topic. It visits every group of the table: it serves operators' views
+// and checks, not the hot path.
 func (t *Offsets) Topic(topic string, dst []GroupOffset) []GroupOffset {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for name, g := range t.groups {
-		for k, v := range g.offsets {
-			if k.Topic == topic {
-				dst = append(dst, GroupOffset{Group: name, Partition: k.Partition, Offset: v.Offset})
-			}
+		if i, ok := g.find(topic); ok {
+			g.topics[i].each(func(p int32, s slot) {
+				dst = append(dst, GroupOffset{Group: name, Partition: p, Offset: s.offset})
+			})
 		}
 	}
 	return dst
+}
+
+// Sizes returns the number of live keys, of groups and of group and topic
+// pairs.
+func (t *Offsets) Sizes() (keys, groups, topics int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.keys, len(t.groups), len(t.topics)
 }
 
 // Len returns the number of live keys and of groups.
@@ -185,102 +234,4 @@ func (t *Offsets) Update(fn func(w OffsetsWriter)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fn(OffsetsWriter{t})
-}
-
-// SetApplied records that the table now holds every log entry up to index.
-func (w OffsetsWriter) SetApplied(index uint64) { w.t.applied = index }
-
-// OffsetsWriter changes a table; it is valid only inside Update.
-type OffsetsWriter struct {
-	t *Offsets
-}
-
-// Put stores v as the latest offset of key in group, overwriting any older
-// value, and records version as the group's last change.
-func (w OffsetsWriter) Put(groupName string, version uint64, key TopicPartition, v Offset) {
-	g := w.t.groups[groupName]
-	if g == nil {
-		g = &group{name: groupName, offsets: make(map[TopicPartition]Offset), info: GroupInfo{Generation: -1}}
-		w.t.groups[groupName] = g
-	}
-	n := len(g.offsets)
-	g.offsets[key] = v // one map operation: Put is most of replay's time
-	if len(g.offsets) > n {
-		w.t.keys++
-		g.info.Offsets++
-	}
-	g.info.Version = version
-	g.info.LastCommit = max(g.info.LastCommit, v.CommitTime)
-}
-
-// Reserve makes room for n offsets in a group about to receive them (a
-// snapshot says how many), so that loading does not grow its map step by
-// step.
-func (w OffsetsWriter) Reserve(groupName string, n int) {
-	if w.t.groups[groupName] == nil {
-		w.t.groups[groupName] = &group{name: groupName, offsets: make(map[TopicPartition]Offset, n), info: GroupInfo{Generation: -1}}
-	}
-}
-
-// SetInfo sets the version, last commit time and generation of a group that
-// has offsets, as a snapshot recorded them.
-func (w OffsetsWriter) SetInfo(groupName string, version uint64, lastCommit int64, gen int32) {
-	if g := w.t.groups[groupName]; g != nil {
-		g.info.Version = version
-		g.info.LastCommit = max(g.info.LastCommit, lastCommit)
-		g.info.Generation = max(g.info.Generation, gen)
-	}
-}
-
-// SetGeneration raises the group's highest generation to gen. It applies only
-// to a group that has offsets: a generation alone keeps no group alive.
-func (w OffsetsWriter) SetGeneration(groupName string, gen int32) {
-	if g := w.t.groups[groupName]; g != nil && gen > g.info.Generation {
-		g.info.Generation = gen
-	}
-}
-
-// Delete removes one key of group; a group left without keys disappears.
-func (w OffsetsWriter) Delete(groupName string, version uint64, key TopicPartition) {
-	g := w.t.groups[groupName]
-	if g == nil {
-		return
-	}
-	if _, ok := g.offsets[key]; !ok {
-		return
-	}
-	delete(g.offsets, key)
-	w.t.keys--
-	g.info.Offsets--
-	g.info.Version = version
-	if len(g.offsets) == 0 {
-		delete(w.t.groups, groupName)
-	}
-}
-
-// DeleteGroup removes every key of group.
-func (w OffsetsWriter) DeleteGroup(groupName string) {
-	if g := w.t.groups[groupName]; g != nil {
-		w.t.keys -= len(g.offsets)
-		delete(w.t.groups, groupName)
-	}
-}
-
-// Has reports whether group holds key, seen from inside the batch.
-func (w OffsetsWriter) Has(groupName string, key TopicPartition) bool {
-	g := w.t.groups[groupName]
-	if g == nil {
-		return false
-	}
-	_, ok := g.offsets[key]
-	return ok
-}
-
-// GroupName returns the table's own string for the group named b, so that a
-// replayed record does not allocate a copy of a name the table already holds.
-func (w OffsetsWriter) GroupName(b []byte) string {
-	if g := w.t.groups[string(b)]; g != nil {
-		return g.name
-	}
-	return string(b)
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -155,5 +156,96 @@ func TestOffsetsTopic(t *testing.T) {
 	}
 	if got := tab.Topic("V", nil); len(got) != 0 {
 		t.Errorf("Topic(V) = %+v", got)
+	}
+}
+
+// TestPartitionLayouts puts partitions densely, sparsely (far beyond the
+// live count), negatively and out of order, and checks that every one is
+// found, listed in order, deleted and counted, whichever layout holds it.
+func TestPartitionLayouts(t *testing.T) {
+	tab := NewOffsets()
+	parts := []int32{5000, 3, 0, -7, 1 << 30, 1, 40, 2, 100}
+	tab.Update(func(w OffsetsWriter) {
+		for i, p := range parts {
+			w.Put("g", uint64(i+1), TopicPartition{"t", p}, Offset{Offset: int64(p), Metadata: "m"})
+		}
+		// Enough dense partitions to pull 40 and 100 out of the sparse map.
+		for p := int32(4); p < 60; p++ {
+			w.Put("g", 20, TopicPartition{"t", p}, Offset{Offset: int64(p)})
+		}
+	})
+	want := append([]int32{-7, 0, 1, 2, 3}, 100, 5000, 1<<30)
+	for p := int32(4); p < 60; p++ {
+		want = append(want, p)
+	}
+	slices.Sort(want)
+	entries, info, ok := tab.Group("g", nil)
+	if !ok || info.Offsets != len(want) || len(entries) != len(want) {
+		t.Fatalf("Group: %d entries, info %+v; want %d", len(entries), info, len(want))
+	}
+	for i, e := range entries {
+		if e.Partition != want[i] || e.Offset.Offset != int64(want[i]) {
+			t.Fatalf("entry %d = %+v, want partition %d", i, e, want[i])
+		}
+		if v, ok := tab.Get("g", "t", e.Partition); !ok || v.Offset != int64(e.Partition) {
+			t.Fatalf("Get(%d) = %v %v", e.Partition, v, ok)
+		}
+	}
+	for _, p := range []int32{-1, 60, 99, 4999, 1<<31 - 1} {
+		if v, ok := tab.Get("g", "t", p); ok {
+			t.Fatalf("Get(%d) = %v of a partition never put", p, v)
+		}
+	}
+	tab.Update(func(w OffsetsWriter) {
+		for _, p := range want {
+			if !w.Has("g", TopicPartition{"t", p}) {
+				t.Fatalf("Has(%d) is false", p)
+			}
+			w.Delete("g", 30, TopicPartition{"t", p})
+			w.Delete("g", 31, TopicPartition{"t", p}) // twice: a no-op
+		}
+	})
+	if keys, groups := tab.Len(); keys != 0 || groups != 0 {
+		t.Fatalf("Len = %d %d after deleting every partition", keys, groups)
+	}
+	if _, _, topics := tab.Sizes(); topics != 0 {
+		t.Fatalf("%d group and topic pairs left after deleting every partition", topics)
+	}
+}
+
+// TestTopicsOfAGroup checks that a group's topics are listed in name order
+// and that a topic left without partitions is gone from the group.
+func TestTopicsOfAGroup(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		for _, topic := range []string{"c", "a", "b"} {
+			tw := w.Topic("g", topic, 7)
+			tw.Reserve(2, 2)
+			tw.Put(1, Offset{Offset: 1})
+			tw.Put(0, Offset{Offset: 0})
+		}
+		w.Delete("g", 8, TopicPartition{"b", 0})
+		w.Delete("g", 9, TopicPartition{"b", 1})
+	})
+	entries, info, _ := tab.Group("g", nil)
+	var got []string
+	for _, e := range entries {
+		got = append(got, fmt.Sprintf("%s/%d", e.Topic, e.Partition))
+	}
+	if want := []string{"a/0", "a/1", "c/0", "c/1"}; !slices.Equal(got, want) || info.Version != 9 || info.Offsets != 4 {
+		t.Fatalf("Group = %v, %+v; want %v at version 9", got, info, want)
+	}
+	if keys, groups, topics := tab.Sizes(); keys != 4 || groups != 1 || topics != 2 {
+		t.Fatalf("Sizes = %d %d %d", keys, groups, topics)
+	}
+}
+
+func TestGetDoesNotAllocate(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		w.Put("payments", 1, TopicPartition{"orders", 3}, Offset{Offset: 42, Metadata: "m"})
+	})
+	if n := testing.AllocsPerRun(100, func() { tab.Get("payments", "orders", 3) }); n != 0 {
+		t.Fatalf("Get allocates %v times", n)
 	}
 }

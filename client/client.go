@@ -11,14 +11,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/valyala/bytebufferpool"
 )
 
 // Options configures a Client. The zero value works.
 type Options struct {
 	// HTTPClient sends the requests. Nil means a client of the package's
-	// own, without an overall timeout: contexts bound calls, and long polls
-	// need to outlast their wait.
+	// own, without an overall timeout (contexts bound calls, and long polls
+	// need to outlast their wait), whose transport keeps MaxIdleConns idle
+	// connections to the server. A caller's HTTPClient is used as it is:
+	// MaxIdleConns does not apply to it.
 	HTTPClient *http.Client
+	// MaxIdleConns is how many idle keep-alive connections to the server
+	// the package's own transport keeps between calls. Set it to the most
+	// goroutines that call the Client at once: a call that finds no idle
+	// connection dials a new one, and one that finds the pool full closes
+	// its connection after the answer (Go's default transport keeps 2 per
+	// host, so a Client shared by 64 goroutines would dial on most calls).
+	// Zero means DefaultMaxIdleConns; a negative value keeps none.
+	MaxIdleConns int
 	// Token, when not empty, is sent as "Authorization: Bearer <Token>".
 	Token string
 	// Retries is how many times a 503 is retried. Zero means 3; a
@@ -29,9 +41,15 @@ type Options struct {
 	MaxRetryWait time.Duration
 }
 
+// DefaultMaxIdleConns is the idle connections a Client's own transport
+// keeps when Options.MaxIdleConns is zero: enough for 64 goroutines calling
+// at once.
+const DefaultMaxIdleConns = 64
+
 // Client talks to one offsetd server. It is safe for concurrent use.
 type Client struct {
 	base    *url.URL
+	prefix  string // scheme://host and the base path, escaped: every target starts with it
 	http    *http.Client
 	token   string
 	retries int
@@ -57,9 +75,9 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	c := &Client{base: u, http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
+	c := &Client{base: u, prefix: u.String(), http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
 	if c.http == nil {
-		c.http = &http.Client{}
+		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
 	}
 	switch {
 	case c.retries == 0:
@@ -73,20 +91,49 @@ func New(baseURL string, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// newTransport returns Go's default transport with room for idle
+// connections to the one host a Client talks to.
+func newTransport(idle int) *http.Transport {
+	switch {
+	case idle == 0:
+		idle = DefaultMaxIdleConns
+	case idle < 0:
+		idle = 0
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = idle
+	t.MaxIdleConnsPerHost = idle
+	if idle == 0 {
+		t.DisableKeepAlives = true
+	}
+	return t
+}
+
 // call describes one API request.
 type call struct {
 	method string
 	path   []string // segments, escaped by do
 	query  url.Values
-	body   any    // marshalled to JSON when not nil
-	ifNone string // If-None-Match, for polls
+	body   any // marshalled to JSON when not nil
+	// encoded, if not nil, is the body already encoded (instead of body).
+	encoded []byte
+	ifNone  string // If-None-Match, for polls
 }
 
-// reply is a response read whole.
+// reply is a response read whole. Its body may sit in a pooled buffer:
+// release puts it back, once nothing refers to the body's bytes (a reply
+// not released is only garbage).
 type reply struct {
 	status int
 	header http.Header
 	body   []byte
+	buf    *bytebufferpool.ByteBuffer
+}
+
+func (r reply) release() {
+	if r.buf != nil {
+		bytebufferpool.Put(r.buf)
+	}
 }
 
 // do sends c, retrying a 503, and returns a 2xx or 304 reply, or the
@@ -95,23 +142,15 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	if err := checkUTF8(req); err != nil {
 		return reply{}, err
 	}
-	var body []byte
-	if req.body != nil {
+	body := req.encoded
+	if body == nil && req.body != nil {
 		var err error
 		if body, err = json.Marshal(req.body); err != nil {
 			return reply{}, fmt.Errorf("client: encoding request: %w", err)
 		}
 	}
-	u := *c.base
-	escaped := c.base.EscapedPath()
-	for _, seg := range req.path {
-		u.Path += "/" + seg
-		escaped += "/" + url.PathEscape(seg)
-	}
-	u.RawPath = escaped
-	u.RawQuery = req.query.Encode()
-	target := u.String()
-	first, redirects := u, 0
+	target := c.target(req)
+	first, redirects := target, 0
 	for attempt := 0; ; attempt++ {
 		rep, err := c.send(ctx, req, target, body)
 		var retry error
@@ -123,19 +162,21 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 			// The leader a node named is out of reach (it may just have
 			// gone): ask the first node again after a pause, as for a 503.
 			retry = err
-			target, u, redirects = first.String(), first, 0
+			target, redirects = first, 0
 		case rep.status < 300 || rep.status == http.StatusNotModified:
 			return rep, nil
 		default:
-			if to, ok := leaderTarget(rep, u); ok && redirects < maxRedirects {
+			if to, ok := leaderTarget(rep, target); ok && redirects < maxRedirects {
 				// A node of a cluster that does not lead the partition: the
 				// request goes to the leader it names, not counted as a retry.
-				target, u = to.String(), to
+				rep.release()
+				target = to
 				redirects++
 				attempt--
 				continue
 			}
 			apiErr := newError(rep)
+			rep.release()
 			if rep.status != http.StatusServiceUnavailable {
 				return reply{}, apiErr
 			}
@@ -157,7 +198,39 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	}
 }
 
+// target returns the URL of req: the base, the escaped path segments and
+// the query.
+func (c *Client) target(req call) string {
+	var b strings.Builder
+	n := len(c.prefix)
+	for _, seg := range req.path {
+		n += 1 + len(seg)
+	}
+	b.Grow(n + 8)
+	b.WriteString(c.prefix)
+	for _, seg := range req.path {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(seg))
+	}
+	if q := req.query.Encode(); q != "" {
+		b.WriteByte('?')
+		b.WriteString(q)
+	}
+	return b.String()
+}
+
+// Header values every request shares: the transport copies or only reads
+// a request's header, never changes its values.
+var (
+	acceptJSON  = []string{"application/json"}
+	contentJSON = []string{"application/json"}
+)
+
+// send makes one attempt at req.
 func (c *Client) send(ctx context.Context, req call, target string, body []byte) (reply, error) {
+	// A *bytes.Reader body is one the transport knows to be in memory: it
+	// writes it with the header, in one write, and may read it after Do
+	// returns, so it cannot come from a pool.
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -167,25 +240,33 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 		return reply{}, fmt.Errorf("client: %w", err)
 	}
 	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
+		hr.Header["Content-Type"] = contentJSON
 	}
-	hr.Header.Set("Accept", "application/json")
+	hr.Header["Accept"] = acceptJSON
 	if c.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if req.ifNone != "" {
-		hr.Header.Set("If-None-Match", req.ifNone)
+		hr.Header["If-None-Match"] = []string{req.ifNone}
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		return reply{}, fmt.Errorf("client: %s %s: %w", req.method, target, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
+	if resp.ContentLength > maxResponseBytes {
+		return reply{}, fmt.Errorf("client: %s %s: a response of %d bytes, over the %d this client reads", req.method, target, resp.ContentLength, maxResponseBytes)
+	}
+	var from io.Reader = resp.Body
+	if resp.ContentLength < 0 {
+		from = io.LimitReader(resp.Body, maxResponseBytes)
+	}
+	buf := bytebufferpool.Get()
+	if _, err := buf.ReadFrom(from); err != nil {
+		bytebufferpool.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return reply{status: resp.StatusCode, header: resp.Header, body: buf.B, buf: buf}, nil
 }
 
 // maxResponseBytes bounds what the client reads of one response; a list of

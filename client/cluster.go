@@ -16,15 +16,19 @@ const leaderHeader = "X-Offsetd-Leader"
 // moves faster than that is better met with an error.
 const maxRedirects = 5
 
-// leaderTarget returns the URL a 421 answer sends the request to: u with
-// the leader's host:port.
-func leaderTarget(r reply, u url.URL) (url.URL, bool) {
+// leaderTarget returns the URL a 421 answer sends the request to: target
+// with the leader's host:port.
+func leaderTarget(r reply, target string) (string, bool) {
 	leader := r.header.Get(leaderHeader)
 	if r.status != http.StatusMisdirectedRequest || leader == "" {
-		return u, false
+		return "", false
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", false
 	}
 	u.Host = leader
-	return u, true
+	return u.String(), true
 }
 
 // CoordinatorInfo says where a group (or a static topic) lives in a

@@ -7,6 +7,10 @@
 // as long as its Retry-After says, up to Options.Retries times: the server
 // answers 503 only when nothing was written, so retrying a commit is safe.
 //
+// One Client serves every goroutine of a process: its transport keeps
+// Options.MaxIdleConns (default 64) idle connections to the server, so
+// that as many concurrent callers never wait for a dial.
+//
 //	c, err := client.New("http://127.0.0.1:7070", client.Options{})
 //	if err != nil { ... }
 //	v, err := c.Commit(ctx, "payments", -1, []client.OffsetCommit{

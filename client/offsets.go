@@ -1,11 +1,18 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/offsetd/offsetd/internal/wire"
 )
 
 // OffsetCommit is one offset of a commit.
@@ -44,25 +51,17 @@ type GroupOffsets struct {
 	Offsets    []Offset
 }
 
-type offsetJSON struct {
-	Topic       string `json:"topic"`
-	Partition   int32  `json:"partition"`
-	Offset      int64  `json:"offset"`
-	LeaderEpoch int32  `json:"leaderEpoch"`
-	Metadata    string `json:"metadata"`
-	CommitTime  int64  `json:"commitTime"`
-}
-
-func (o offsetJSON) offset() Offset {
+// fromWire converts an offset as the server sends it.
+func fromWire(o wire.Offset) Offset {
 	return Offset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch,
 		Metadata: o.Metadata, CommitTime: time.UnixMilli(o.CommitTime)}
 }
 
 type groupOffsetsJSON struct {
-	Group      string       `json:"group"`
-	Version    uint64       `json:"version"`
-	Generation int32        `json:"generation"`
-	Offsets    []offsetJSON `json:"offsets"`
+	Group      string        `json:"group"`
+	Version    uint64        `json:"version"`
+	Generation int32         `json:"generation"`
+	Offsets    []wire.Offset `json:"offsets"`
 }
 
 // Commit stores the group's offsets in one atomic, durable write and
@@ -70,16 +69,38 @@ type groupOffsetsJSON struct {
 // generation, or -1 for none; a generation below one the group has seen
 // fails with ErrStaleGeneration.
 func (c *Client) Commit(ctx context.Context, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
-	if offsets == nil {
-		offsets = []OffsetCommit{}
+	for _, o := range offsets {
+		for _, s := range []string{o.Topic, o.Metadata} {
+			if !utf8.ValidString(s) {
+				return 0, fmt.Errorf("%w: %q in the request is not valid UTF-8", ErrInvalid, s)
+			}
+		}
 	}
-	body := struct {
-		Generation int32          `json:"generation"`
-		Offsets    []OffsetCommit `json:"offsets"`
-	}{generation, offsets}
-	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, body: body})
+	// Encoded in a pooled buffer, sent from a copy of the exact size (see
+	// send).
+	buf := bytebufferpool.Get()
+	buf.B = wire.AppendCommitStart(buf.B, generation)
+	for i, o := range offsets {
+		buf.B = wire.AppendCommitOffset(buf.B, i == 0, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata)
+	}
+	body := bytes.Clone(wire.AppendCommitEnd(buf.B))
+	bytebufferpool.Put(buf)
+	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, encoded: body})
 	if err != nil {
 		return 0, err
+	}
+	defer rep.release()
+	d := wire.NewDecoder(rep.body)
+	var v uint64
+	d.Open('{')
+	for n := 0; d.Next('}', n); n++ {
+		if string(d.Key()) != "version" {
+			d.Fail()
+		}
+		v = d.Uint()
+	}
+	if d.End() {
+		return v, nil
 	}
 	var out struct {
 		Version uint64 `json:"version"`
@@ -99,7 +120,10 @@ func (c *Client) GroupOffsets(ctx context.Context, group, topic string) (GroupOf
 // false, with an empty GroupOffsets, when the wait ended first. A
 // negative wait asks without a condition.
 func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, known uint64, wait time.Duration) (g GroupOffsets, changed bool, err error) {
-	q := url.Values{}
+	var q url.Values
+	if topic != "" || wait >= 0 {
+		q = url.Values{}
+	}
 	if topic != "" {
 		q.Set("topic", topic)
 	}
@@ -110,7 +134,12 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 	}
 	rep, err := c.do(ctx, req)
 	if err != nil || rep.status == http.StatusNotModified {
+		rep.release()
 		return GroupOffsets{}, false, err
+	}
+	defer rep.release()
+	if g, ok := decodeGroupOffsets(rep.body); ok {
+		return g, true, nil
 	}
 	var out groupOffsetsJSON
 	if err := rep.decode(&out); err != nil {
@@ -118,9 +147,37 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 	}
 	g = GroupOffsets{Group: out.Group, Version: out.Version, Generation: out.Generation, Offsets: make([]Offset, len(out.Offsets))}
 	for i, o := range out.Offsets {
-		g.Offsets[i] = o.offset()
+		g.Offsets[i] = fromWire(o)
 	}
 	return g, true, nil
+}
+
+// decodeGroupOffsets reads a group's offsets on the fast path (see package
+// wire); ok is false when encoding/json must read them.
+func decodeGroupOffsets(body []byte) (g GroupOffsets, ok bool) {
+	d := wire.NewDecoder(body)
+	d.Open('{')
+	for n := 0; d.Next('}', n); n++ {
+		switch string(d.Key()) {
+		case "group":
+			g.Group = string(d.String())
+		case "version":
+			g.Version = d.Uint()
+		case "generation":
+			g.Generation = d.Int32()
+		case "offsets":
+			g.Offsets = make([]Offset, 0, bytes.Count(body, []byte(`"topic"`)))
+			var prev wire.Offset
+			d.Open('[')
+			for i := 0; d.Next(']', i); i++ {
+				prev = d.Offset(prev)
+				g.Offsets = append(g.Offsets, fromWire(prev))
+			}
+		default:
+			d.Fail()
+		}
+	}
+	return g, d.End() && g.Offsets != nil
 }
 
 // Offset returns the group's offset on one topic partition, or an error
@@ -130,11 +187,16 @@ func (c *Client) Offset(ctx context.Context, group, topic string, partition int3
 	if err != nil {
 		return Offset{}, err
 	}
-	var out offsetJSON
+	defer rep.release()
+	d := wire.NewDecoder(rep.body)
+	if o := d.Offset(wire.Offset{}); d.End() {
+		return fromWire(o), nil
+	}
+	var out wire.Offset
 	if err := rep.decode(&out); err != nil {
 		return Offset{}, err
 	}
-	return out.offset(), nil
+	return fromWire(out), nil
 }
 
 // Groups returns the name of every group with offsets, sorted.

@@ -181,18 +181,20 @@ func (tc *testCluster) fetch(ctx context.Context, group string) (int64, error) {
 func awaitApplied(ctx context.Context, n *Node, group string, offset int64) error {
 	c := n.Coordinator()
 	for {
-		_, changed, err := c.WatchGroup(group)
+		_, changed, stop, err := c.WatchGroup(group)
 		if err != nil {
 			return err
 		}
-		if o, ok, err := c.Fetch(group, "t", 0); err != nil {
+		o, ok, err := c.Fetch(group, "t", 0)
+		if err != nil || ok && o.Offset == offset {
+			stop()
 			return err
-		} else if ok && o.Offset == offset {
-			return nil
 		}
 		select {
 		case <-changed:
+			stop()
 		case <-ctx.Done():
+			stop()
 			return fmt.Errorf("node %d: group %q never showed offset %d: %w", n.ID(), group, offset, ctx.Err())
 		}
 	}

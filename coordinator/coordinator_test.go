@@ -282,21 +282,6 @@ func TestLoadInBackground(t *testing.T) {
 	}
 }
 
-func TestWatchGroup(t *testing.T) {
-	c := mustOpen(t, t.TempDir(), testOptions())
-	defer c.Close()
-	v0, changed, err := c.WatchGroup("g")
-	if err != nil || v0 != 0 {
-		t.Fatalf("WatchGroup = %d %v", v0, err)
-	}
-	go c.Commit(context.Background(), "g", []OffsetCommit{{Topic: "t", Offset: 1}})
-	<-changed
-	v1, _, _ := c.WatchGroup("g")
-	if v1 <= v0 {
-		t.Fatalf("version did not grow: %d → %d", v0, v1)
-	}
-}
-
 // TestZeroOptionsMeanDefaults opens with the zero Options: every field takes
 // its default, as DefaultOptions states it, and metadata up to the default
 // limit is accepted.

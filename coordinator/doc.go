@@ -13,6 +13,15 @@
 // partition loads its newest snapshot, then the journal is read once and
 // each record goes to its partition; partitions apply in parallel.
 //
+// Snapshots hold a partition's state in compact records (snaprecord.go):
+// first the table's sizes, so that loading sizes its maps once, then each
+// group with its topics in name order and their partitions in number
+// order, every name written once and every offset as a flags byte and the
+// fields that changed from the offset before (often two bytes). Loading
+// decodes a record whole, then fills each group and topic's offsets with
+// one lookup; partitions load in parallel. The previous release's records
+// (a group's offsets as whole keys) are still read.
+//
 // Guarantees:
 //   - a call that returned nil is durable (fsynced), unless
 //     Options.UnsafeNoSync is set;

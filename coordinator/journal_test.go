@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/bytebufferpool"
+
 	"github.com/offsetd/offsetd/log"
 )
 
@@ -252,7 +254,7 @@ func TestQuietPartitionDoesNotPinJournal(t *testing.T) {
 // TestDiskFollowsLiveState overwrites 20,000 live offsets (1,000 groups of
 // 20) 60 times. Snapshots follow the live state, so the data directory
 // stays within a small multiple of the journal of one pass (without them it
-// grows to 65x), and a restart reads at most three times what it reads
+// grows to 65x; compact snapshots keep it under 5.5x), and a restart reads at most three times what it reads
 // after one pass (36x without), however long the history. The 60 passes
 // take seconds here where a real store takes hours, so the test lifts the
 // least time between snapshots (SnapshotInterval); sizes are the
@@ -298,13 +300,43 @@ func TestDiskFollowsLiveState(t *testing.T) {
 	defer c.Close()
 	t.Logf("one pass: journal %d bytes, restart reads %d bytes in %v; over 60 passes the data directory held at most %d bytes (%.1fx), restart reads %d bytes (%.1fx) in %v",
 		onePass, load1, took1, most, float64(most)/float64(onePass), load60, float64(load60)/float64(load1), took60)
-	if most > 8*onePass {
-		t.Errorf("the data directory reached %d bytes, over 8x the %d of one pass", most, onePass)
+	if 2*most > 11*onePass { // 3.8-4.0x measured; 6.2x with snapshots of whole keys
+		t.Errorf("the data directory reached %d bytes, over 5.5x the %d of one pass", most, onePass)
 	}
 	if load60 > 3*load1 {
 		t.Errorf("a restart after 60 passes reads %d bytes, over 3x the %d after one", load60, load1)
 	}
 	if o, ok, err := c.Fetch("group-0999", "orders", 19); err != nil || !ok || o.Offset != 59*1000+999 {
 		t.Fatalf("after restart: %v %v %v", o, ok, err)
+	}
+}
+
+// TestFailedBatchForgetsGenerations: when a batch fails, the generations
+// it carried were never durable, so they no longer fence the group; the
+// generations of the commits still in flight or pending still do.
+func TestFailedBatchForgetsGenerations(t *testing.T) {
+	p := newPartition(0, testOptions(), newSignal(), nil)
+	commit := func(group string, gen int32) (*request, []byte) {
+		r := &request{typ: recCommit, done: make(chan result, 1)}
+		return r, encodeCommit(nil, group, gen, 1, []OffsetCommit{{Topic: "t", Offset: 1}})
+	}
+	batchOf := func(group string, gen int32) *batch {
+		r, payload := commit(group, gen)
+		return &batch{reqs: []pendingEntry{{req: r}}, entries: []log.Entry{{Type: recCommit, Payload: payload}}}
+	}
+	failed := batchOf("g", 11)
+	p.inflight = []*batch{batchOf("h", 5)}
+	r, payload := commit("g", 3)
+	p.buf = bytebufferpool.Get()
+	p.buf.B = append(p.buf.B, payload...)
+	p.pending = []pendingEntry{{req: r, start: 0, end: len(payload)}}
+	p.batchGen["g"], p.batchGen["h"] = 11, 5
+
+	p.fail(failed, errors.New("disk full"))
+	if res := <-failed.reqs[0].req.done; !errors.Is(res.err, ErrWriteFailed) {
+		t.Fatalf("the failed batch's request got %v", res.err)
+	}
+	if g, h := p.batchGen["g"], p.batchGen["h"]; g != 3 || h != 5 {
+		t.Fatalf("after the failure the pending generations are g=%d h=%d, want g=3 (the pending commit) h=5 (in flight)", g, h)
 	}
 }

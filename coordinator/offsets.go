@@ -214,19 +214,22 @@ func (c *Coordinator) Group(group string) (info GroupInfo, ok bool, err error) {
 }
 
 // WatchGroup returns the group's version and a channel that is closed at the
-// next change of the group's partition: a long poll waits on the channel,
-// then compares versions again.
-func (c *Coordinator) WatchGroup(group string) (version uint64, changed <-chan struct{}, err error) {
+// group's next change (a commit or delete of this group; the other groups
+// of its partition do not close it): a long poll waits on the channel, then
+// compares versions again. stop ends the watch; call it once done waiting,
+// whether the channel was closed or not.
+func (c *Coordinator) WatchGroup(group string) (version uint64, changed <-chan struct{}, stop func(), err error) {
 	if err := validName("group", group); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	p := c.groupPartition(group)
 	if err := c.readable(p); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	changed = p.changed.wait()
+	// Watch before reading, so that a change between the two is not missed.
+	changed, stop = p.watchers.watchGroup(group)
 	info, _ := p.offsets.Info(group)
-	return info.Version, changed, nil
+	return info.Version, changed, stop, nil
 }
 
 // Groups returns the name of every group with at least one offset, sorted.

@@ -96,9 +96,10 @@ type Options struct {
 
 // Observer receives measurements of the write path and of loading.
 type Observer interface {
-	// ObserveAppend reports one group commit: how many requests it carried,
-	// its bytes, and how long the log append with its fsync took. err is the
-	// append's error, if any.
+	// ObserveAppend reports one partition's batch: how many requests it
+	// carried, its bytes, and how long it took from its hand-over to the
+	// journal until it was durable (the wait in the shared journal's queue
+	// and its fsync). err is the append's error, if any.
 	ObserveAppend(partition, requests, bytes int, took time.Duration, err error)
 	// ObserveLoad reports a partition's replay at open.
 	ObserveLoad(partition int, records int, took time.Duration)

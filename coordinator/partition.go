@@ -68,15 +68,17 @@ type partition struct {
 	// batchGen holds, per group, the highest generation among the
 	// commits built and not yet applied (pending or in flight); it is
 	// cleared once nothing is.
-	batchGen  map[string]int32
-	topics    map[string]string // interned topic names
-	lastTopic string            // the topic name interned last
-	view      recordView        // the record being applied
+	batchGen     map[string]int32
+	view         recordView // the record being applied
+	lastMetadata string     // the metadata string made last
+	mds          []string   // the metadata of the snapshot record being applied
 	// capturedAt, while loading, holds the index each group of the snapshot
 	// was captured at, where that is past the snapshot's own index.
 	capturedAt map[string]uint64
 
-	changed *signal // fires after every applied batch
+	// watchers are the long polls waiting for a group or static topic of
+	// the partition to change.
+	watchers watchers
 
 	// Snapshot state, owned by the loader, then by the writer goroutine.
 	snapshotBytes int64 // the least journal bytes between two snapshots
@@ -174,8 +176,6 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 		switches:  cache.NewSwitches(),
 		switched:  switched,
 		batchGen:  make(map[string]int32),
-		topics:    make(map[string]string),
-		changed:   newSignal(),
 
 		snapshotBytes: snapshotFloor(opts),
 		snapInterval:  opts.SnapshotInterval,
@@ -392,31 +392,56 @@ func (p *partition) finish() {
 		}
 		w.SetApplied(p.applied)
 	})
-	p.changed.fire()
+	p.watchers.wake(b.entries)
 	for i, e := range b.reqs {
 		e.req.done <- result{index: first + uint64(i), out: e.out}
 	}
 }
 
-// fail answers every request of b with the journal's error. Batches in
-// flight behind it were built on its generations; they are durable or
-// fail on their own, and a commit they refused as stale stays refused.
+// fail answers every request of b with the journal's error, and forgets
+// the generations b carried: they were never durable. (Batches in flight
+// behind it were checked against them; a commit they refused as stale
+// stays refused.)
 func (p *partition) fail(b *batch, err error) {
 	err = fmt.Errorf("%w: partition %d: %w", ErrWriteFailed, p.id, err)
 	p.logger.Error("journal append failed; the journal repairs itself before the next write", "partition", p.id, "err", err)
 	for _, e := range b.reqs {
 		e.req.done <- result{err: err}
 	}
+	p.recountGenerations()
+}
+
+// recountGenerations rebuilds batchGen from the commits still pending or in
+// flight.
+func (p *partition) recountGenerations() {
+	clear(p.batchGen)
+	note := func(typ byte, payload []byte) {
+		if typ != recCommit || p.view.decode(typ, payload) != nil || p.view.generation < 0 {
+			return
+		}
+		if g, ok := p.batchGen[string(p.view.group)]; !ok || p.view.generation > g {
+			p.batchGen[string(p.view.group)] = p.view.generation
+		}
+	}
+	for _, b := range p.inflight {
+		for _, e := range b.entries {
+			note(e.Type, e.Payload)
+		}
+	}
+	for _, e := range p.pending {
+		note(e.req.typ, p.buf.B[e.start:e.end])
+	}
 }
 
 // newBatch returns an empty batch, reusing a finished one if it can.
 func (p *partition) newBatch() *batch {
+	b := &batch{}
 	if n := len(p.spare); n > 0 {
-		b := p.spare[n-1]
+		b = p.spare[n-1]
 		p.spare = p.spare[:n-1]
-		return b
 	}
-	return &batch{buf: bytebufferpool.Get()}
+	b.buf = bytebufferpool.Get()
+	return b
 }
 
 // recycle empties a finished batch for reuse, and forgets the pending
@@ -426,12 +451,13 @@ func (p *partition) recycle(b *batch) {
 	b.reqs = b.reqs[:0]
 	clear(b.entries) // drop the payloads
 	b.entries = b.entries[:0]
-	b.buf.Reset()
+	// The buffer goes back to the pool, which keeps buffers of the sizes
+	// in use: a burst of large batches does not stay held here.
+	bytebufferpool.Put(b.buf)
+	b.buf = nil
 	b.ticket = log.Ticket{}
 	if len(p.spare) < maxSpare {
 		p.spare = append(p.spare, b)
-	} else {
-		bytebufferpool.Put(b.buf)
 	}
 	if len(p.inflight) == 0 && len(p.pending) == 0 {
 		clear(p.batchGen)
@@ -457,28 +483,20 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		}
 	}
 	switch typ {
-	case recCommit, recSnapGroup:
+	case recCommit, recSnapGroup, recSnapGroups:
 		group := w.GroupName(r.group)
 		version := index
-		if typ == recSnapGroup {
+		if typ != recCommit {
 			version = r.version
-			w.Reserve(group, len(r.offsets))
 		}
-		// The offsets of one commit usually carry the same metadata (the
-		// consumer's id): share one string rather than copy it per offset.
-		var md string
-		for i, o := range r.offsets {
-			if i == 0 || string(o.metadata) != md {
-				md = string(o.metadata)
-			}
-			w.Put(group, version, cache.TopicPartition{Topic: p.topic(o.topic), Partition: o.partition},
-				cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: md, CommitTime: o.commitTime})
-		}
-		if typ == recSnapGroup {
+		p.putOffsets(w, group, version)
+		if typ != recCommit {
 			w.SetInfo(group, version, r.lastCommit, r.generation)
 		} else if r.generation >= 0 {
 			w.SetGeneration(group, r.generation)
 		}
+	case recSnapSizes:
+		w.Reserve(r.sizes[0], r.sizes[1])
 	case recDeleteOffsets:
 		for _, o := range r.offsets {
 			w.Delete(string(r.group), index, cache.TopicPartition{Topic: string(o.topic), Partition: o.partition})
@@ -517,18 +535,41 @@ func (p *partition) skip(group []byte, index uint64) bool {
 	return ok && index <= at
 }
 
-// topic interns a topic name: groups share a few topics, so each name is
-// held once. The offsets of a record mostly share one topic, so the last
-// name is checked first.
-func (p *partition) topic(b []byte) string {
-	if string(b) == p.lastTopic {
-		return p.lastTopic
+// putOffsets puts the offsets of the record in p.view, a commit or a
+// snapshot's part of a group, into the table. The offsets of one topic
+// come in runs, and each run is one lookup of the table.
+func (p *partition) putOffsets(w cache.OffsetsWriter, group string, version uint64) {
+	r := &p.view
+	if r.typ == recSnapGroups {
+		mds := append(p.mds[:0], "")
+		for _, b := range r.mds {
+			mds = append(mds, p.metadata(b))
+		}
+		p.mds = mds
+		for _, tv := range r.topics {
+			tw := w.Topic(group, w.TopicName(tv.name), version)
+			tw.Reserve(tv.below, tv.end-tv.start)
+			for _, o := range r.snap[tv.start:tv.end] {
+				tw.Put(o.partition, cache.Offset{Offset: o.offset, LeaderEpoch: o.epoch, Metadata: mds[o.md], CommitTime: o.commitTime})
+			}
+		}
+		return
 	}
-	s, ok := p.topics[string(b)]
-	if !ok {
-		s = string(b)
-		p.topics[s] = s
+	var tw cache.TopicWriter
+	for i, o := range r.offsets {
+		if i == 0 || string(o.topic) != string(r.offsets[i-1].topic) {
+			tw = w.Topic(group, w.TopicName(o.topic), version)
+		}
+		tw.Put(o.partition, cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: p.metadata(o.metadata), CommitTime: o.commitTime})
 	}
-	p.lastTopic = s
-	return s
+}
+
+// metadata returns b as a string, the one made last if they are equal:
+// the offsets of a commit, and often the groups of one consumer, carry the
+// same metadata, so it is held once.
+func (p *partition) metadata(b []byte) string {
+	if string(b) != p.lastMetadata {
+		p.lastMetadata = string(b)
+	}
+	return p.lastMetadata
 }

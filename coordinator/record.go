@@ -20,6 +20,8 @@ const (
 	recGlobalRead    byte = 5 // a scope's global-read switch
 	recSnapGroup     byte = 6 // snapshots only: part of a group's state
 	recExpireGroups  byte = 7 // tombstones for groups idle past the retention
+	recSnapGroups    byte = 8 // snapshots only: part of a group's state, compact (snaprecord.go)
+	recSnapSizes     byte = 9 // snapshots only: how many groups, topics and keys follow
 	// Types 32 and up are the journal records of a cluster node (package
 	// cluster); a replicated partition's records travel inside them.
 )
@@ -33,7 +35,9 @@ const (
 //	global read:    scope, enabled (0 or 1)
 //	snapshot group: group, capturedAt, version, lastCommitMillis, generation, count,
 //	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
+//	                (written by the releases before the compact format; still read)
 //	expire groups:  count, count × group
+//	snapshot groups, snapshot sizes: see snaprecord.go
 
 var errShortRecord = errors.New("truncated record")
 
@@ -83,6 +87,18 @@ func (d *decoder) int32() int32 {
 		d.bad = true
 	}
 	return int32(v)
+}
+
+// count reads a count of items. Every item takes at least two bytes, so a
+// count beyond that is damage: no allocation follows a count the payload
+// cannot hold.
+func (d *decoder) count() int {
+	n := d.int()
+	if n < 0 || n > int64(len(d.b)/2) {
+		d.bad = true
+		return 0
+	}
+	return int(n)
 }
 
 func (d *decoder) err(typ byte) error {
@@ -139,13 +155,27 @@ func encodeGlobalRead(dst []byte, scope string, enabled bool) []byte {
 	return e.b
 }
 
-func encodeSnapGroup(dst []byte, group string, info cache.GroupInfo, capturedAt uint64, entries []cache.Entry) []byte {
-	e := encoder{dst}
+// snapHeader writes what both kinds of snapshot records start with.
+func (e *encoder) snapHeader(group string, info cache.GroupInfo, capturedAt uint64) {
 	e.string(group)
 	e.int(int64(capturedAt))
 	e.int(int64(info.Version))
 	e.int(info.LastCommit)
 	e.int(int64(info.Generation))
+}
+
+// snapHeader reads what encoder.snapHeader wrote.
+func (r *recordView) snapHeader(d *decoder) {
+	r.group = d.bytes()
+	r.capturedAt = uint64(d.int())
+	r.version = uint64(d.int())
+	r.lastCommit = d.int()
+	r.generation = d.int32()
+}
+
+func encodeSnapGroup(dst []byte, group string, info cache.GroupInfo, capturedAt uint64, entries []cache.Entry) []byte {
+	e := encoder{dst}
+	e.snapHeader(group, info, capturedAt)
 	e.int(int64(len(entries)))
 	for _, x := range entries {
 		e.string(x.Topic)
@@ -184,6 +214,10 @@ type recordView struct {
 	scope      []byte       // global read
 	enabled    bool         // global read
 	mapping    []byte       // mapping, as JSON
+	mds        [][]byte     // snapshot groups: the metadata table
+	topics     []topicView  // snapshot groups: the topics, each a run of snap
+	snap       []snapOffset // snapshot groups: the offsets
+	sizes      [3]int       // snapshot sizes: groups, topics, keys
 }
 
 type offsetView struct {
@@ -200,16 +234,8 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 	r.typ = typ
 	r.offsets = r.offsets[:0]
 	r.groups = r.groups[:0]
-	count := func() int {
-		// Every item takes at least two bytes, so a count beyond that is
-		// damage: no allocation follows a count the payload cannot hold.
-		n := d.int()
-		if n < 0 || n > int64(len(d.b)/2) {
-			d.bad = true
-			return 0
-		}
-		return int(n)
-	}
+	r.topics = r.topics[:0]
+	count := d.count
 	switch typ {
 	case recCommit:
 		r.group = d.bytes()
@@ -223,17 +249,23 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 			r.offsets = append(r.offsets, o)
 		}
 	case recSnapGroup:
-		r.group = d.bytes()
-		r.capturedAt = uint64(d.int())
-		r.version = uint64(d.int())
-		r.lastCommit = d.int()
-		r.generation = d.int32()
+		r.snapHeader(&d)
 		for range count() {
 			o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: d.int()}
 			if d.bad {
 				break
 			}
 			r.offsets = append(r.offsets, o)
+		}
+	case recSnapGroups:
+		r.snapHeader(&d)
+		r.decodeSnapGroups(&d)
+	case recSnapSizes:
+		for i := range r.sizes {
+			r.sizes[i] = int(d.int())
+			if r.sizes[i] < 0 {
+				d.bad = true
+			}
 		}
 	case recDeleteOffsets:
 		r.group = d.bytes()
@@ -282,6 +314,8 @@ var recordTypeNames = map[byte]string{
 	recGlobalRead:    "global_read",
 	recSnapGroup:     "snapshot_group",
 	recExpireGroups:  "expire_groups",
+	recSnapGroups:    "snapshot_groups",
+	recSnapSizes:     "snapshot_sizes",
 }
 
 // RecordTypeName names a record type ("commit", "mapping", ...), or returns
@@ -302,6 +336,8 @@ type Record struct {
 	Scope      string          `json:"scope,omitempty"`
 	Enabled    *bool           `json:"enabled,omitempty"`
 	Mapping    json.RawMessage `json:"mapping,omitempty"`
+	// Sizes are a snapshot's counts of groups, topics and keys.
+	Sizes []int `json:"sizes,omitempty"`
 }
 
 // RecordOffset is one offset of a Record; a delete names only the topic
@@ -324,9 +360,11 @@ func DecodeRecord(typ byte, payload []byte) (Record, error) {
 	}
 	r := Record{Type: RecordTypeName(typ), Group: string(v.group), Scope: string(v.scope), CapturedAt: v.capturedAt, Version: v.version, LastCommit: v.lastCommit}
 	switch typ {
-	case recCommit, recSnapGroup:
+	case recCommit, recSnapGroup, recSnapGroups:
 		gen := v.generation
 		r.Generation = &gen
+	case recSnapSizes:
+		r.Sizes = v.sizes[:]
 	case recGlobalRead:
 		on := v.enabled
 		r.Enabled = &on
@@ -335,6 +373,16 @@ func DecodeRecord(typ byte, payload []byte) (Record, error) {
 	}
 	for _, g := range v.groups {
 		r.Groups = append(r.Groups, string(g))
+	}
+	for _, tv := range v.topics {
+		for _, o := range v.snap[tv.start:tv.end] {
+			off, epoch := o.offset, o.epoch
+			ro := RecordOffset{Topic: string(tv.name), Partition: o.partition, Offset: &off, LeaderEpoch: &epoch, CommitTime: o.commitTime}
+			if o.md > 0 {
+				ro.Metadata = string(v.mds[o.md-1])
+			}
+			r.Offsets = append(r.Offsets, ro)
+		}
 	}
 	for _, o := range v.offsets {
 		ro := RecordOffset{Topic: string(o.topic), Partition: o.partition}

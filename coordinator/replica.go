@@ -128,6 +128,9 @@ type replicaState struct {
 	data     [][]byte      // the records of batch, for Propose
 	batch    []proposed    // built, to propose together
 	applied  atomic.Uint64 // the writer's applied, for Barrier
+	// progress fires after every batch of entries applied, for Barrier.
+	progress *signal
+	woken    []log.Entry // scratch: the records applied, for the watchers
 }
 
 // proposed is one record a leader proposed: it is committed if the entry
@@ -304,12 +307,16 @@ func (p *partition) applyCommitted(entries []Committed) error {
 					panic(fmt.Sprintf("coordinator: partition %d cannot apply committed entry %d: %v", p.id, e.Index, err))
 				}
 				p.sinceSnapshot += int64(len(e.Data))
+				rs.woken = append(rs.woken, log.Entry{Partition: p.id, Type: e.Data[0], Payload: e.Data[1:]})
 			}
 			p.applied = e.Index
 		}
 		w.SetApplied(p.applied)
 	})
 	rs.applied.Store(p.applied)
+	p.watchers.wake(rs.woken)
+	clear(rs.woken)
+	rs.woken = rs.woken[:0]
 	n := 0
 	for ; n < len(rs.inflight); n++ {
 		pr := rs.inflight[n]
@@ -327,7 +334,7 @@ func (p *partition) applyCommitted(entries []Committed) error {
 	if len(rs.inflight) == 0 {
 		clear(p.batchGen)
 	}
-	p.changed.fire()
+	rs.progress.fire()
 	return nil
 }
 
@@ -358,6 +365,7 @@ func (p *partition) installSnapshot(index uint64) error {
 	p.prevSnapshot, p.lastSnapshot = 0, index
 	p.sinceSnapshot = 0
 	p.switched.fire()
+	p.watchers.wakeAll()
 	return nil
 }
 
@@ -424,7 +432,7 @@ func (c *Coordinator) barrier(ctx context.Context, p *partition) error {
 		return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
 	}
 	for {
-		changed := p.changed.wait()
+		changed := rs.progress.wait()
 		if rs.applied.Load() >= index {
 			return nil
 		}
@@ -476,7 +484,7 @@ func (c *Coordinator) startReplication(loading []*partition) error {
 		return fmt.Errorf("coordinator: replication started %d replicas for %d partitions", len(replicas), len(c.parts))
 	}
 	for _, p := range loading {
-		p.rep = &replicaState{replica: replicas[p.id]}
+		p.rep = &replicaState{replica: replicas[p.id], progress: newSignal()}
 		p.applied = p.lastSnapshot
 		p.rep.applied.Store(p.applied)
 		p.keepFrom.Store(min(p.rep.replica.KeepFrom(), c.journal.LastIndex()+1))

@@ -429,19 +429,21 @@ func (c *Coordinator) StaticTopicReaders(topic, scope string) ([]statictopic.Que
 	return m.Readers(committed), nil
 }
 
-// WatchStaticTopic returns two channels: one closed at the next change of the
-// partition that holds topic, one at the next change of any global-read
+// WatchStaticTopic returns two channels: one closed at the next change of
+// topic's mappings (in any scope), one at the next change of any global-read
 // switch. A long poll of a mapping or route waits on them, then compares
-// versions again.
-func (c *Coordinator) WatchStaticTopic(topic string) (partition, switches <-chan struct{}, err error) {
+// versions again. stop ends the watch; call it once done waiting.
+func (c *Coordinator) WatchStaticTopic(topic string) (mappings, switches <-chan struct{}, stop func(), err error) {
 	if err := validName("topic", topic); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p := c.topicPartition(topic)
 	if err := c.readable(p); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return p.changed.wait(), c.switched.wait(), nil
+	switches = c.switched.wait()
+	mappings, stop = p.watchers.watchTopic(topic)
+	return mappings, switches, stop, nil
 }
 
 // SetGlobalRead turns scope's disaster switch on or off. While it is on,

@@ -114,8 +114,8 @@ func (c *Committer) Start(t *Ticket, entries []Entry) error {
 func (c *Committer) Extend(t *Ticket, entries []Entry) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.taken || c.closed {
-		return false
+	if t.done == nil || t.taken || c.closed {
+		return false // never started, or taken
 	}
 	t.entries = entries
 	t.bytes = 0

@@ -15,6 +15,10 @@ func TestCommitterExtend(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(t, 1<<20))
 	c := NewCommitter(l, nil)
+	var never Ticket
+	if c.Extend(&never, []Entry{{Payload: []byte("x")}}) {
+		t.Fatal("Extend took a ticket that was never started")
+	}
 	const callers, tickets, extends = 8, 20, 4
 	want := make(map[string]bool)
 	var mu sync.Mutex

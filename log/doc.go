@@ -62,6 +62,19 @@
 //	CLEAN: | "OFFCLEAN" | 1 | last wal index u64 | last record index u64 |
 //	       | last segment's size u64 | crc32c of the bytes before |  (LE)
 //
+// A partition's snapshot directory holds files named snap.%020d of the
+// record index they cover, each a run of version-1 frames between a header
+// and a footer (see Snapshots):
+//
+//	header:  | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |  (LE)
+//	entries: | uvarint(len(frame)) | frame | ...
+//	footer:  | uvarint 0 | count u64 | crc32c of count |  (LE)
+//
+// What the records of a snapshot hold is the coordinator's business: since
+// the compact format, a record of a group's offsets writes each group and
+// topic name once and each offset in a few bytes (coordinator/snaprecord.go
+// draws it); the records of the previous format are still read.
+//
 // A frame is at least 6 bytes, so a zero length (zero-filled space) is
 // never a valid entry. These constants and this layout are the on-disk
 // format: they never change. A new layout gets a new version byte, and

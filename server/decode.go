@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/valyala/bytebufferpool"
 )
 
 // decodeBody reads r's body, at most opts.MaxBodyBytes, and decodes it
@@ -18,19 +20,13 @@ import (
 // trailing data, every number fitting its field. (encoding/json would
 // quietly replace invalid UTF-8 and ignore unknown fields.)
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
-	// A request with a body takes no query parameters.
-	if _, e := parseQuery(r); e != nil {
+	buf, e := s.readBody(w, r)
+	if e != nil {
 		return e
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errorf(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "request body over %d bytes", tooLarge.Limit)
-		}
-		return errorf(http.StatusBadRequest, codeMalformedJSON, "reading request body: %v", err)
-	}
-	return decodeJSON(body, dst)
+	// encoding/json copies what it keeps (strings, RawMessage).
+	defer bytebufferpool.Put(buf)
+	return decodeJSON(buf.B, dst)
 }
 
 func decodeJSON(body []byte, dst any) *apiError {

@@ -1,13 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/valyala/bytebufferpool"
+
 	"github.com/offsetd/offsetd/cache"
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/internal/wire"
 )
 
 // Response cache kinds.
@@ -35,29 +39,10 @@ type commitOffset struct {
 	Metadata    *string `json:"metadata"`    // default ""
 }
 
-// commitResponse answers a commit with the group's new version.
-type commitResponse struct {
-	Version uint64 `json:"version"`
-}
-
-// offsetJSON is one committed offset. CommitTime is in Unix milliseconds.
-type offsetJSON struct {
-	Topic       string `json:"topic"`
-	Partition   int32  `json:"partition"`
-	Offset      int64  `json:"offset"`
-	LeaderEpoch int32  `json:"leaderEpoch"`
-	Metadata    string `json:"metadata"`
-	CommitTime  int64  `json:"commitTime"`
-}
-
-// groupOffsetsJSON is a group's offsets at one version. Generation is the
-// highest generation a commit carried, or -1.
-type groupOffsetsJSON struct {
-	Group      string       `json:"group"`
-	Version    uint64       `json:"version"`
-	Generation int32        `json:"generation"`
-	Offsets    []offsetJSON `json:"offsets"`
-}
+// The answers of the hot paths are encoded by package wire: a commit's is
+// {"version":v}, a point fetch's one wire.Offset, a group's
+// {"group":…,"version":…,"generation":…,"offsets":[wire.Offset…]}
+// (generation is the highest a commit carried, or -1).
 
 type groupsJSON struct {
 	Groups []string `json:"groups"`
@@ -99,15 +84,23 @@ func (req *commitRequest) offsets() (int32, []coordinator.OffsetCommit, *apiErro
 
 // commitOffsets is POST /v1/groups/{group}/offsets.
 func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) {
-	var req commitRequest
-	if e := s.decodeBody(w, r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	gen, offsets, e := req.offsets()
+	body, e := s.readBody(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
+	}
+	defer bytebufferpool.Put(body) // the offsets hold copies of its strings
+	gen, offsets, ok := decodeCommit(body.B)
+	if !ok {
+		var req commitRequest
+		if e := decodeJSON(body.B, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		if gen, offsets, e = req.offsets(); e != nil {
+			writeError(w, e)
+			return
+		}
 	}
 	start := time.Now()
 	v, err := s.c.CommitGeneration(r.Context(), r.PathValue("group"), gen, offsets)
@@ -116,7 +109,101 @@ func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, commitResponse{Version: v})
+	out := bytebufferpool.Get()
+	out.B = wire.AppendVersion(out.B, v)
+	writeBody(w, http.StatusOK, out.B)
+	bytebufferpool.Put(out)
+}
+
+// decodeCommit reads a commit's body on the fast path (see package wire):
+// ok is false when the body is anything but the plain JSON clients send,
+// and decodeJSON must judge it. What it accepts, decodeJSON accepts with
+// the same result (FuzzDecodeCommit). Offsets of one topic share its name.
+func decodeCommit(body []byte) (generation int32, offsets []coordinator.OffsetCommit, ok bool) {
+	d := wire.NewDecoder(body)
+	generation = coordinator.NoGeneration
+	var seen, field uint8
+	d.Open('{')
+	for n := 0; d.Next('}', n); n++ {
+		switch string(d.Key()) {
+		case "generation":
+			field = 1
+			generation = d.Int32()
+		case "offsets":
+			field = 2
+			offsets = make([]coordinator.OffsetCommit, 0, 1+bytes.Count(body, []byte(`"topic"`)))
+			d.Open('[')
+			var prev coordinator.OffsetCommit
+			for i := 0; d.Next(']', i); i++ {
+				o, ok := decodeCommitOffset(&d, prev)
+				if !ok {
+					return 0, nil, false
+				}
+				offsets = append(offsets, o)
+				prev = o
+			}
+		default:
+			return 0, nil, false
+		}
+		if seen&field != 0 {
+			return 0, nil, false // a key given twice
+		}
+		seen |= field
+	}
+	if !d.End() || offsets == nil {
+		return 0, nil, false
+	}
+	return generation, offsets, true
+}
+
+// decodeCommitOffset reads one offset of a commit's body on the fast path;
+// ok is false if a required field is missing or anything else is off. The
+// offsets of one commit mostly share their topic and metadata: the
+// previous offset's strings are reused when they are equal.
+func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coordinator.OffsetCommit, ok bool) {
+	const (
+		topic uint8 = 1 << iota
+		partition
+		offset
+		leaderEpoch
+		metadata
+		required = topic | partition | offset
+	)
+	o.LeaderEpoch = -1
+	var seen, field uint8
+	d.Open('{')
+	for n := 0; d.Next('}', n); n++ {
+		switch string(d.Key()) {
+		case "topic":
+			field = topic
+			o.Topic = wire.Intern(d.String(), prev.Topic)
+		case "partition":
+			field = partition
+			o.Partition = d.Int32()
+		case "offset":
+			field = offset
+			o.Offset = d.Int64()
+		case "leaderEpoch":
+			field = leaderEpoch
+			o.LeaderEpoch = d.Int32()
+		case "metadata":
+			field = metadata
+			o.Metadata = wire.Intern(d.String(), prev.Metadata)
+		default:
+			d.Fail()
+		}
+		if seen&field != 0 {
+			d.Fail()
+		}
+		seen |= field
+	}
+	return o, d.OK() && seen&required == required
+}
+
+// versionETag is the entity tag of a version: the number, quoted.
+func versionETag(v uint64) string {
+	var b [24]byte
+	return string(append(strconv.AppendUint(append(b[:0], '"'), v, 10), '"'))
 }
 
 // getGroupOffsets is GET /v1/groups/{group}/offsets[?topic=t][&wait=30s].
@@ -140,9 +227,9 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 	}
 	group := r.PathValue("group")
 	s.servePolled(w, r, wait, pollable{
-		watch: func() ([]<-chan struct{}, error) {
-			_, changed, err := s.c.WatchGroup(group)
-			return []<-chan struct{}{changed}, err
+		watch: func() (<-chan struct{}, <-chan struct{}, func(), error) {
+			_, changed, stop, err := s.c.WatchGroup(group)
+			return changed, nil, stop, err
 		},
 		read: func() (version, error) {
 			// Group is cheap; the offsets are copied only to encode them.
@@ -151,7 +238,7 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 				return version{}, err
 			}
 			return version{
-				etag: strconv.Quote(strconv.FormatUint(info.Version, 10)),
+				etag: versionETag(info.Version),
 				key:  cache.ResponseKey(kindGroupOffsets, info.Version, group, topic),
 				encode: func() ([]byte, bool, error) {
 					offsets, now, err := s.c.GroupOffsets(group)
@@ -165,24 +252,35 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// encodeGroupOffsets encodes a group's offsets (those on topic, when it is
+// not empty), in a new slice the response cache may keep.
 func encodeGroupOffsets(group, topic string, offsets []coordinator.PartitionOffset, info coordinator.GroupInfo) ([]byte, bool, error) {
-	out := groupOffsetsJSON{
-		Group:      group,
-		Version:    info.Version,
-		Generation: info.Generation,
-		Offsets:    make([]offsetJSON, 0, len(offsets)),
-	}
+	buf := bytebufferpool.Get()
+	defer bytebufferpool.Put(buf)
+	b := append(buf.B, `{"group":`...)
+	b = wire.AppendString(b, group)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendUint(b, info.Version, 10)
+	b = append(b, `,"generation":`...)
+	b = strconv.AppendInt(b, int64(info.Generation), 10)
+	b = append(b, `,"offsets":[`...)
+	first := true
 	for _, o := range offsets {
 		if topic == "" || o.Topic == topic {
-			out.Offsets = append(out.Offsets, toOffsetJSON(o))
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = wire.AppendOffset(b, toWire(o))
 		}
 	}
-	b, err := marshal(out)
-	return b, true, err
+	b = append(b, "]}\n"...)
+	buf.B = b
+	return bytes.Clone(b), true, nil
 }
 
-func toOffsetJSON(o coordinator.PartitionOffset) offsetJSON {
-	return offsetJSON{
+func toWire(o coordinator.PartitionOffset) wire.Offset {
+	return wire.Offset{
 		Topic:       o.Topic,
 		Partition:   o.Partition,
 		Offset:      o.Offset.Offset,
@@ -213,7 +311,10 @@ func (s *Server) getOffset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, codeNotFound, "group %q has no offset on topic %q partition %d", group, topic, part))
 		return
 	}
-	writeJSON(w, http.StatusOK, toOffsetJSON(coordinator.PartitionOffset{Topic: topic, Partition: part, Offset: o}))
+	out := bytebufferpool.Get()
+	out.B = wire.AppendOffset(out.B, toWire(coordinator.PartitionOffset{Topic: topic, Partition: part, Offset: o}))
+	writeBody(w, http.StatusOK, out.B)
+	bytebufferpool.Put(out)
 }
 
 func parsePartition(s string) (int32, *apiError) {

@@ -19,12 +19,12 @@ type version struct {
 }
 
 // pollable is a resource that can be conditionally and long polled. watch
-// returns channels of which one is closed at the resource's next possible
-// change (any change of its partition, say); read returns its current
-// version. A poll calls watch before read, so no change between them is
-// missed.
+// returns a channel closed at the resource's next possible change (its
+// group's next commit, say), maybe a second one (nil if none), and stop,
+// which ends the watch; read returns its current version. A poll calls
+// watch before read, so no change between them is missed.
 type pollable struct {
-	watch func() ([]<-chan struct{}, error)
+	watch func() (changed, also <-chan struct{}, stop func(), err error)
 	read  func() (version, error)
 }
 
@@ -38,11 +38,15 @@ func (s *Server) servePolled(w http.ResponseWriter, r *http.Request, wait time.D
 		wait = 0
 	}
 	var timer *time.Timer
+	stop := func() {}
+	defer func() { stop() }()
 	for {
-		var changed []<-chan struct{}
+		var changed, also <-chan struct{}
 		if wait > 0 {
+			stop()
 			var err error
-			if changed, err = p.watch(); err != nil {
+			if changed, also, stop, err = p.watch(); err != nil {
+				stop = func() {}
 				s.fail(w, r, err)
 				return
 			}
@@ -66,19 +70,12 @@ func (s *Server) servePolled(w http.ResponseWriter, r *http.Request, wait time.D
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
 		}
-		var c0, c1 <-chan struct{}
-		if len(changed) > 0 {
-			c0 = changed[0]
-		}
-		if len(changed) > 1 {
-			c1 = changed[1]
-		}
 		if s.pollWaiting != nil {
 			s.pollWaiting()
 		}
 		select {
-		case <-c0:
-		case <-c1:
+		case <-changed:
+		case <-also:
 		case <-timer.C:
 			notModified(w, v.etag)
 			return
@@ -114,16 +111,21 @@ func (s *Server) writeVersion(w http.ResponseWriter, r *http.Request, v version)
 		s.responses.Set(v.key, body)
 	}
 	h := w.Header()
-	h.Set("ETag", v.etag)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", "application/json")
+	h["Etag"] = []string{v.etag}
+	h["Cache-Control"] = noCache
+	h["Content-Type"] = jsonContentType
 	w.Write(body)
 	return true
 }
 
+// noCache is the Cache-Control header's value of every polled answer,
+// shared like jsonContentType.
+var noCache = []string{"no-cache"}
+
 func notModified(w http.ResponseWriter, etag string) {
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "no-cache")
+	h := w.Header()
+	h["Etag"] = []string{etag}
+	h["Cache-Control"] = noCache
 	w.WriteHeader(http.StatusNotModified)
 }
 

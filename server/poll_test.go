@@ -59,8 +59,9 @@ func pollEnv(t *testing.T) (*env, <-chan struct{}) {
 	return e, waiting
 }
 
-// A long poll is held until another client commits, and answers with the
-// new offsets at once.
+// A long poll is held until another client commits to its group, and
+// answers with the new offsets at once; commits of another group of its
+// partition do not wake it.
 func TestLongPollReturnsOnCommit(t *testing.T) {
 	e, waiting := pollEnv(t)
 	e.must(http.StatusOK, "POST", "/v1/groups/g/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`)
@@ -71,17 +72,18 @@ func TestLongPollReturnsOnCommit(t *testing.T) {
 		done <- e.do("GET", "/v1/groups/g/offsets?wait=1m", "", "If-None-Match", etag)
 	}()
 	<-waiting // the poll holds the request now
-	// Another group in the same partition wakes the poll but must not
-	// answer it.
+	// Another group in the same partition must neither answer the poll
+	// nor wake it (a woken poll would report waiting again).
 	part, _ := partitioner.New(e.c.Partitions())
 	other := "other"
 	for i := 0; part.Group(other) != part.Group("g"); i++ {
 		other = "other" + strconv.Itoa(i)
 	}
-	e.must(http.StatusOK, "POST", "/v1/groups/"+other+"/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`)
-	<-waiting // woke, compared versions, waits again
-
 	second := newClientEnv(e)
+	for i := range 3 {
+		second.must(http.StatusOK, "POST", "/v1/groups/"+other+"/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":`+strconv.Itoa(i)+`}]}`)
+	}
+
 	second.must(http.StatusOK, "POST", "/v1/groups/g/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":2}]}`)
 	r := <-done
 	if r.status != http.StatusOK {
@@ -91,6 +93,9 @@ func TestLongPollReturnsOnCommit(t *testing.T) {
 	r.decode(t, &g)
 	if g.Offsets[0].Offset != 2 || r.header.Get("ETag") == etag {
 		t.Fatalf("long poll answered %s (ETag %s)", r.body, r.header.Get("ETag"))
+	}
+	if n := len(waiting); n != 0 {
+		t.Fatalf("the poll started waiting %d more times: commits of %s woke it", n, other)
 	}
 }
 

@@ -19,6 +19,9 @@ type query struct {
 }
 
 func parseQuery(r *http.Request, known ...string) (query, *apiError) {
+	if r.URL.RawQuery == "" {
+		return query{}, nil
+	}
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return query{}, errorf(http.StatusBadRequest, codeInvalidArgument, "bad query string: %v", err)

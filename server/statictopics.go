@@ -207,9 +207,10 @@ func (s *Server) getStaticTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	topic := r.PathValue("topic")
 	s.servePolled(w, r, wait, pollable{
-		watch: func() ([]<-chan struct{}, error) {
-			changed, _, err := s.c.WatchStaticTopic(topic)
-			return []<-chan struct{}{changed}, err
+		watch: func() (<-chan struct{}, <-chan struct{}, func(), error) {
+			// A mapping does not depend on the global-read switches.
+			mappings, _, stop, err := s.c.WatchStaticTopic(topic)
+			return mappings, nil, stop, err
 		},
 		read: func() (version, error) {
 			m, ok, err := s.c.StaticTopic(topic, scope)
@@ -301,9 +302,8 @@ func (s *Server) getRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	topic := r.PathValue("topic")
 	s.servePolled(w, r, wait, pollable{
-		watch: func() ([]<-chan struct{}, error) {
-			partition, switches, err := s.c.WatchStaticTopic(topic)
-			return []<-chan struct{}{partition, switches}, err
+		watch: func() (<-chan struct{}, <-chan struct{}, func(), error) {
+			return s.c.WatchStaticTopic(topic)
 		},
 		read: func() (version, error) {
 			var switches uint64 // a producer's route never depends on them

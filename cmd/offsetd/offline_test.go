@@ -166,13 +166,14 @@ func TestVerifySnapshots(t *testing.T) {
 
 	out := mustRun(t, 0, nil, "verify", data)
 	snap := "snap." + strings.Repeat("0", 19) + "2"
-	for _, want := range []string{"commit 3", "snapshot " + snap + ": state as of index 2, 1 record", "snapshot_group 1", "verify: ok"} {
+	for _, want := range []string{"commit 3", "snapshot " + snap + ": state as of index 2, 2 records", "snapshot_groups 1, snapshot_sizes 1", "verify: ok"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("verify lacks %q:\n%s", want, out)
 		}
 	}
 	out = mustRun(t, 0, nil, "dump", "-snapshots", data)
-	if !strings.Contains(out, `"snapshot":2,"typeCode":6,`) || !strings.Contains(out, `"type":"snapshot_group","group":"g"`) || strings.Count(out, "\n") != 4 {
+	if !strings.Contains(out, `"snapshot":2,"typeCode":8,`) || !strings.Contains(out, `"type":"snapshot_groups","group":"g"`) ||
+		!strings.Contains(out, `"type":"snapshot_sizes"`) || strings.Count(out, "\n") != 5 {
 		t.Fatalf("dump -snapshots:\n%s", out)
 	}
 

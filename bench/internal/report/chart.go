@@ -33,7 +33,13 @@ var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-p
 // system, both axes logarithmic.
 func WriteChart(w io.Writer, res *Results) error {
 	panels := commitPanels(res)
-	systems := res.Systems()
+	// Only systems that committed get a line (and a legend entry).
+	var systems []string
+	for _, sys := range res.Systems() {
+		if slices.ContainsFunc(res.Benchmarks, func(b *Benchmark) bool { return b.Family == "Commit" && b.System() == sys }) {
+			systems = append(systems, sys)
+		}
+	}
 	n := float64(max(1, len(panels)))
 	width := marginLeft + n*panelWidth + (n-1)*panelGap + 30
 	legendTop := marginTop + panelHeight + 60

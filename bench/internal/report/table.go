@@ -18,6 +18,10 @@ const httpSystem = "offsetd-http"
 // clients (kadm) on loopback.
 const kafkaSystem = "offsetd-kafka"
 
+// httpFloorSystem is the bare net/http handler under offsetd-http's point
+// fetch (BenchmarkHTTPFloor).
+const httpFloorSystem = "net-http"
+
 // subject is the system whose ratios to the others the table shows.
 const subject = "offsetd"
 
@@ -143,7 +147,18 @@ func ratio(values map[string]float64, a, b string) float64 {
 
 // WriteTable writes the medians table as Markdown.
 func WriteTable(w io.Writer, res *Results) error {
-	systems := res.Systems()
+	rows := Table(res)
+	// A system only measured outside the table's families (net-http, the
+	// floor of BenchmarkHTTPFloor) gets no column.
+	var systems []string
+	for _, s := range res.Systems() {
+		for _, row := range rows {
+			if _, ok := row.Values[s]; ok {
+				systems = append(systems, s)
+				break
+			}
+		}
+	}
 	var b strings.Builder
 	b.WriteString("| benchmark | metric |")
 	for _, s := range systems {
@@ -157,7 +172,7 @@ func WriteTable(w io.Writer, res *Results) error {
 		b.WriteString("--:|")
 	}
 	b.WriteString("\n")
-	for _, row := range Table(res) {
+	for _, row := range rows {
 		arrow := "↓"
 		if row.Higher {
 			arrow = "↑"

@@ -24,6 +24,8 @@ func Targets(res *Results) []Target {
 		commit64 = "Commit/writers=64/parts=1"
 		commit1  = "Commit/writers=1/parts=1"
 		fetch    = "Fetch/readers=1"
+		// httpFloor is BenchmarkHTTPFloor's case beside fetch.
+		httpFloor = "HTTPFloor/readers=1"
 	)
 	restart := ""
 	for _, c := range cases(res, "Restart") {
@@ -73,6 +75,19 @@ func Targets(res *Results) []Target {
 		fmt.Sprintf("%s× (%s vs %s)", sig3(r), formatNanos(o), formatNanos(p)), r >= 25)
 	a, ok1 := med(fetch, subject, "allocs/op")
 	check("point fetch allocates nothing", ok1, formatCount(a)+" allocs/op", a == 0)
+
+	// The HTTP path (issue #11): a round trip against the bare net/http
+	// floor measured in the same run, commits against embedded ones.
+	o, ok1 = med(fetch, httpSystem, "ns/op")
+	f, ok2 = med(httpFloor, httpFloorSystem, "ns/op")
+	r = o / f
+	check("HTTP point-fetch round trip ≤ 1.5× a bare net/http handler answering the same bytes", ok1 && ok2 && f > 0,
+		fmt.Sprintf("%s× (%s vs %s)", sig3(r), formatNanos(o), formatNanos(f)), r <= 1.5)
+	o, ok1 = med(commit64, httpSystem, "commits/s")
+	e, ok2 := med(commit64, subject, "commits/s")
+	r = o / e
+	check("HTTP commits at 64 clients ≥ 0.5× the embedded rate", ok1 && ok2 && e > 0,
+		fmt.Sprintf("%s× (%s vs %s commits/s)", sig3(r), formatRate(o), formatRate(e)), r >= 0.5)
 
 	o, ok1 = med(restart, subject, "ns/op")
 	p, ok2 = med(restart, "pebble", "ns/op")
