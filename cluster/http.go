@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,7 +38,11 @@ type HTTPOptions struct {
 	// Token, when not empty, is sent as a bearer token and required of
 	// what Handler receives.
 	Token string
-	// Client sends the requests. Nil means a client with a 5 s timeout.
+	// TLS, when set, makes the transport speak HTTPS to the peers with this
+	// client configuration (RootCAs: what signs their certificates).
+	TLS *tls.Config
+	// Client sends the requests. Nil means a client with a 5 s timeout
+	// (and TLS, if set).
 	Client *http.Client
 	// Logger receives send failures at debug level. Nil means
 	// slog.Default().
@@ -65,6 +70,11 @@ const maxPostBytes = 4 << 20
 func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 5 * time.Second}
+		if opts.TLS != nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = opts.TLS.Clone()
+			opts.Client.Transport = tr
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -103,7 +113,11 @@ func (t *HTTPTransport) Send(msgs []Message) {
 
 // sender POSTs what queues for one peer until Close.
 func (t *HTTPTransport) sender(id uint64, addr string, q chan []byte) {
-	url := "http://" + addr + RaftPath
+	scheme := "http://"
+	if t.opts.TLS != nil {
+		scheme = "https://"
+	}
+	url := scheme + addr + RaftPath
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

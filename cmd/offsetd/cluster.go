@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,11 +60,26 @@ type clusterMember struct {
 }
 
 // joinCluster opens the data directory as node cfg.nodeID of the cluster
-// cfg.peers, receiving Raft messages on cfg.raftListen.
-func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, token string, logger *slog.Logger) (*clusterMember, error) {
+// cfg.peers, receiving Raft messages on cfg.raftListen, over TLS (both
+// ways) when tlsConfig is set.
+func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, token string, tlsConfig *tls.Config, logger *slog.Logger) (*clusterMember, error) {
+	var clientTLS *tls.Config
+	if tlsConfig != nil {
+		clientTLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.raftCAFile != "" {
+			pool, err := readCertPool(cfg.raftCAFile)
+			if err != nil {
+				return nil, err
+			}
+			clientTLS.RootCAs = pool
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.raftListen)
 	if err != nil {
 		return nil, fmt.Errorf("-raft-listen: %w", err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	ids := make([]uint64, 0, len(cfg.peers))
 	others := map[uint64]string{}
@@ -78,7 +94,7 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	if advertise == "" {
 		advertise = cfg.listen
 	}
-	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Token: token, Logger: logger})
+	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Token: token, TLS: clientTLS, Logger: logger})
 	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Transport: tr, Logger: logger})
 	if err != nil {
 		tr.Close()
@@ -93,7 +109,7 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 		served:    make(chan error, 1),
 	}
 	go func() { m.served <- m.raft.Serve(ln) }()
-	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise)
+	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise, "tls", tlsConfig != nil)
 	return m, nil
 }
 

@@ -80,7 +80,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	var member *clusterMember
 	var inCluster server.Cluster
 	if cfg.peers != nil {
-		if member, err = joinCluster(cfg, dataDir, copts, token, logger); err != nil {
+		if member, err = joinCluster(cfg, dataDir, copts, token, tlsConfig, logger); err != nil {
 			return err
 		}
 		c, inCluster = member.node.Coordinator(), member.node
