@@ -75,25 +75,21 @@ func (s *Server) getCoordinator(w http.ResponseWriter, r *http.Request) {
 // applied every write acknowledged before the request (Raft's ReadIndex);
 // elsewhere the request is answered 421. On a single node it does nothing.
 func (s *Server) linearizable(next http.HandlerFunc) http.HandlerFunc {
-	if s.opts.Cluster == nil {
-		return next
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := s.c.Barrier(r.Context(), r.PathValue("group")); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		next(w, r)
-	}
+	return s.after(next, func(r *http.Request) error { return s.c.Barrier(r.Context(), r.PathValue("group")) })
 }
 
 // linearizableTopic is linearizable for the reads of a static topic.
 func (s *Server) linearizableTopic(next http.HandlerFunc) http.HandlerFunc {
+	return s.after(next, func(r *http.Request) error { return s.c.TopicBarrier(r.Context(), r.PathValue("topic")) })
+}
+
+// after runs barrier before next on a node of a cluster.
+func (s *Server) after(next http.HandlerFunc, barrier func(r *http.Request) error) http.HandlerFunc {
 	if s.opts.Cluster == nil {
 		return next
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := s.c.TopicBarrier(r.Context(), r.PathValue("topic")); err != nil {
+		if err := barrier(r); err != nil {
 			s.fail(w, r, err)
 			return
 		}
