@@ -150,20 +150,41 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 		}
 	}
 	target := c.target(req)
+	first, redirects := target, 0
 	for attempt := 0; ; attempt++ {
 		rep, err := c.send(ctx, req, target, body)
-		if err != nil {
+		var retry error
+		var wait time.Duration
+		switch {
+		case err != nil && redirects == 0:
 			return reply{}, err
-		}
-		if rep.status < 300 || rep.status == http.StatusNotModified {
+		case err != nil:
+			// The leader a node named is out of reach (it may just have
+			// gone): ask the first node again after a pause, as for a 503.
+			retry = err
+			target, redirects = first, 0
+		case rep.status < 300 || rep.status == http.StatusNotModified:
 			return rep, nil
+		default:
+			if to, ok := leaderTarget(rep, target); ok && redirects < maxRedirects {
+				// A node of a cluster that does not lead the partition: the
+				// request goes to the leader it names, not counted as a retry.
+				rep.release()
+				target = to
+				redirects++
+				attempt--
+				continue
+			}
+			apiErr := newError(rep)
+			rep.release()
+			if rep.status != http.StatusServiceUnavailable {
+				return reply{}, apiErr
+			}
+			retry, wait = apiErr, apiErr.RetryAfter
 		}
-		apiErr := newError(rep)
-		rep.release()
-		if rep.status != http.StatusServiceUnavailable || attempt >= c.retries {
-			return reply{}, apiErr
+		if attempt >= c.retries {
+			return reply{}, retry
 		}
-		wait := apiErr.RetryAfter
 		if wait <= 0 {
 			wait = 100 * time.Millisecond << attempt
 		}
@@ -172,7 +193,7 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return reply{}, fmt.Errorf("%w (while waiting to retry: %w)", apiErr, ctx.Err())
+			return reply{}, fmt.Errorf("%w (while waiting to retry: %w)", retry, ctx.Err())
 		}
 	}
 }

@@ -106,6 +106,9 @@ const replayChunk = 1024
 // parallel. It returns the first error: the journal's (damage names the
 // segment and index), or a partition's (a record that does not apply).
 func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) error {
+	if c.opts.Replication != nil {
+		return nil // loadAll replayed the journal into the replication
+	}
 	if len(loading) == 0 {
 		return nil
 	}
@@ -209,6 +212,17 @@ func (c *Coordinator) loadAll() {
 		defer close(c.loaded)
 		start := time.Now()
 		first, last := c.journal.FirstIndex(), c.journal.LastIndex()
+		if c.opts.Replication != nil {
+			// The journal holds the replication's records: the groups' logs
+			// come back first, and say which snapshots the partitions need.
+			if err := c.journal.Replay(1, c.opts.Replication.Replay); err != nil {
+				for _, p := range c.parts {
+					p.loadErr = err
+					c.fail(p)
+				}
+				return
+			}
+		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(1, min(len(c.parts), maxLoaders())))
 		for _, p := range c.parts {
@@ -222,6 +236,10 @@ func (c *Coordinator) loadAll() {
 					p.loadErr = errStopped
 					return
 				default:
+				}
+				first, last := first, last
+				if c.opts.Replication != nil {
+					first, last = c.opts.Replication.Bounds(p.id)
 				}
 				p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last)
 			}()
@@ -244,7 +262,9 @@ func (c *Coordinator) loadAll() {
 		}
 		next := last
 		for _, p := range c.parts {
-			next = max(next, p.maxSeen, p.lastSnapshot)
+			if c.opts.Replication == nil { // else snapshots name raft indexes
+				next = max(next, p.maxSeen, p.lastSnapshot)
+			}
 		}
 		if err := c.journal.SkipTo(next + 1); err != nil {
 			for _, p := range loading {
@@ -260,6 +280,13 @@ func (c *Coordinator) loadAll() {
 			}
 		}
 		c.committer = log.NewCommitter(c.journal, onBatch)
+		if err := c.startReplication(loading); err != nil {
+			for _, p := range loading {
+				p.loadErr = err
+				c.fail(p)
+			}
+			return
+		}
 		took := time.Since(start)
 		for _, p := range loading {
 			p.loadTime = took
@@ -273,6 +300,10 @@ func (c *Coordinator) loadAll() {
 			c.writers.Add(1)
 			go func() {
 				defer c.writers.Done()
+				if p.rep != nil {
+					p.runReplicated(c.stop)
+					return
+				}
 				p.run(c.stop)
 			}()
 			p.state.Store(stateReady)

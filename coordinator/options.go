@@ -86,6 +86,9 @@ type Options struct {
 	// for metrics. Its methods are called from the partitions' goroutines
 	// and must be quick. Nil means none.
 	Observer Observer
+	// Replication, if set, replicates every partition (see Replication);
+	// nil keeps the single-node journal.
+	Replication Replication
 
 	// syncDir syncs a directory; tests replace it to see which are synced.
 	syncDir func(dir string) error

@@ -105,6 +105,8 @@ type partition struct {
 	snapDone     chan snapResult // its result
 	snapWaiting  []chan error    // callers of Snapshot waiting for the next snapshot to start
 	snapRunning  []chan error    // callers of Snapshot waiting for the running one
+
+	rep *replicaState // set, before the writer starts, when the partition is replicated
 }
 
 // request is one call waiting for the writer goroutine.

@@ -22,6 +22,8 @@ const (
 	recExpireGroups  byte = 7 // tombstones for groups idle past the retention
 	recSnapGroups    byte = 8 // snapshots only: part of a group's state, compact (snaprecord.go)
 	recSnapSizes     byte = 9 // snapshots only: how many groups, topics and keys follow
+	// Types 32 and up are the journal records of a cluster node (package
+	// cluster); a replicated partition's records travel inside them.
 )
 
 // Record payloads (all integers varint, strings uvarint-length-prefixed):

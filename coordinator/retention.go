@@ -13,7 +13,8 @@ const maxExpirePerRecord = 1000
 // ExpireGroups deletes every group whose newest commit is older than
 // Options.Retention, all of its offsets at once: a group that commits to any
 // partition keeps all of them. Deletions are tombstone records of at most
-// 1000 groups each. It returns how many groups expired. The coordinator runs
+// 1000 groups each. In a cluster, it expires the groups of the partitions
+// this node leads. It returns how many groups expired. The coordinator runs
 // it every Options.RetentionCheckInterval; it does nothing when Retention
 // is KeepForever.
 func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
@@ -28,8 +29,8 @@ func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
 		for {
 			n, err := c.expireSome(ctx, p)
 			total += n
-			if errors.Is(err, errNoChange) {
-				break
+			if errors.Is(err, errNoChange) || errors.Is(err, ErrNotLeader) {
+				break // in a cluster, each partition's leader expires its groups
 			}
 			if err != nil {
 				return total, err

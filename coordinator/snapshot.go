@@ -63,6 +63,9 @@ type snapResult struct {
 	err   error
 	// The removal of older snapshots that followed, if any.
 	removeErr error
+	// refresh: a replicated partition with nothing new only rewrote its
+	// group's records at the journal's end.
+	refresh bool
 }
 
 // maybeSnapshot starts a snapshot when enough has been appended since the
@@ -83,15 +86,24 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	// in flight, whose records will have higher indexes, it is the last
 	// index applied, and the snapshot waits until that passes the last one.
 	index := p.committer.LastIndex()
-	if len(p.inflight) > 0 {
+	if p.rep != nil {
+		// A replicated partition's snapshot names an index of its group's
+		// log: the last applied. With nothing new, one asked for because
+		// the partition holds the journal's front compacts the group's
+		// log to the newest snapshot and rewrites the group's records at
+		// the journal's end (refresh): a quiet partition gives up falling
+		// back to its older snapshot so that the journal can go.
+		index = p.applied
+	} else if len(p.inflight) > 0 {
 		index = p.applied
 		if index <= p.lastSnapshot {
 			return // asked again after the next batch is applied
 		}
 	}
+	refresh := p.rep != nil && index != 0 && index == p.lastSnapshot && p.snapPinning
 	p.snapPinning = false
 	p.snapRunning, p.snapWaiting = p.snapWaiting, nil
-	if index == 0 || index == p.lastSnapshot {
+	if (index == 0 || index == p.lastSnapshot) && !refresh {
 		p.answerSnapshot(nil) // nothing new to capture
 		return
 	}
@@ -101,10 +113,21 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	prev := p.lastSnapshot
 	go func() {
 		start := time.Now()
-		res := snapResult{index: index}
+		res := snapResult{index: index, refresh: refresh}
 		// Under UnsafeNoSync the journal is synced first: a snapshot must
 		// never cover records a machine crash could take back.
-		if res.err = p.committer.Sync(); res.err == nil {
+		res.err = p.committer.Sync()
+		if res.err == nil && p.rep != nil {
+			// Before the new snapshot: the group's log goes up to the
+			// previous one (already durable), and the journal then holds
+			// a commit index at least the new snapshot's.
+			to := prev
+			if refresh {
+				to = index
+			}
+			res.err = p.compactReplica(to)
+		}
+		if res.err == nil && !refresh {
 			res.size, res.err = p.writeSnapshot(index, stop)
 		}
 		res.took = time.Since(start)
@@ -112,7 +135,9 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 			// The newest and the previous snapshot stay. Then the journal
 			// may drop what no partition needs; unlinking files can take
 			// milliseconds each, so it is done here, off the writer.
-			p.keepFrom.Store(prev + 1)
+			if p.rep == nil {
+				p.keepFrom.Store(prev + 1)
+			}
 			if prev != 0 {
 				res.removeErr = p.snaps.RemoveBefore(prev)
 			}
@@ -199,6 +224,10 @@ func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 		if !errors.Is(res.err, errStopped) {
 			p.logger.Error("snapshot failed; the journal keeps growing until one succeeds", "partition", p.id, "err", res.err)
 		}
+		return
+	}
+	if res.refresh {
+		p.answerSnapshot(nil)
 		return
 	}
 	p.logger.Debug("snapshot written", "partition", p.id, "index", res.index, "bytes", res.size, "took", res.took)

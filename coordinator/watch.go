@@ -103,3 +103,18 @@ func (ws *watchers) wake(entries []log.Entry) {
 		}
 	}
 }
+
+// wakeAll wakes every watcher: the tables were replaced whole (a
+// replicated partition that received a leader's snapshot).
+func (ws *watchers) wakeAll() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for name, w := range ws.groups {
+		close(w.ch)
+		delete(ws.groups, name)
+	}
+	for name, w := range ws.topics {
+		close(w.ch)
+		delete(ws.topics, name)
+	}
+}

@@ -33,6 +33,10 @@ const (
 	codeLoading          = "loading"            // 503: a partition is still replaying its log
 	codeWriteFailed      = "write_failed"       // 503: the log write failed; the partition repairs itself
 	codeUnavailable      = "unavailable"        // 503: the coordinator is closed or the request was cancelled
+	codeNotLeader        = "not_leader"         // 421: another node leads the partition (X-Offsetd-Leader says where)
+	codeNoLeader         = "no_leader"          // 503: a cluster node that knows no leader of the partition
+	codeNotCommitted     = "not_committed"      // 503: a cluster write lost to a change of leader, certainly not written
+	codeOutcomeUnknown   = "outcome_unknown"    // 503: a cluster write whose node lost the lead: maybe written, maybe not
 	codeInternal         = "internal"           // 500
 )
 
@@ -71,6 +75,10 @@ func classify(err error) *apiError {
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded):
 		status, code = http.StatusServiceUnavailable, codeUnavailable
+	case errors.Is(err, coordinator.ErrNotCommitted):
+		status, code = http.StatusServiceUnavailable, codeNotCommitted
+	case errors.Is(err, coordinator.ErrLeadershipLost):
+		status, code = http.StatusServiceUnavailable, codeOutcomeUnknown
 	case errors.Is(err, coordinator.ErrStaleGeneration):
 		status, code = http.StatusConflict, codeStaleGeneration
 	case errors.Is(err, statictopic.ErrStaleEpoch):
@@ -122,6 +130,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // fail answers r with err, logging server-side failures.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if s.notLeader(w, err) {
+		return
+	}
 	e := classify(err)
 	// Loading is expected at start-up, and a cancelled request is a client
 	// that went away: neither is the server's failure.

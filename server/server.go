@@ -46,6 +46,11 @@ type Options struct {
 	// serves. Nil means a registry of the Server's own, which also holds
 	// the Go runtime and process collectors.
 	Registry *prometheus.Registry
+	// Cluster, set on a node of a cluster, tells where the other nodes
+	// serve clients: requests for a partition this node does not lead are
+	// answered 421 with the leader's address, and reads of groups are
+	// linearizable. Nil serves a single node.
+	Cluster Cluster
 }
 
 // DefaultOptions returns the options a Server runs with unless told
@@ -224,7 +229,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"DELETE": s.deleteGroup,
 		}},
 		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{
-			"GET":  s.getGroupOffsets,
+			"GET":  s.linearizable(s.getGroupOffsets),
 			"POST": s.commitOffsets,
 		}},
 		{path: "/v1/groups/{group}/members", methods: map[string]http.HandlerFunc{
@@ -234,14 +239,14 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"DELETE": s.deleteOffsets,
 		}},
 		{path: "/v1/groups/{group}/offsets/{topic}/{partition}", methods: map[string]http.HandlerFunc{
-			"GET": s.getOffset,
+			"GET": s.linearizable(s.getOffset),
 		}},
 		{path: "/v1/static-topics", methods: map[string]http.HandlerFunc{
 			"GET":  s.listStaticTopics,
 			"POST": s.createStaticTopic,
 		}},
 		{path: "/v1/static-topics/{topic}", methods: map[string]http.HandlerFunc{
-			"GET": s.getStaticTopic,
+			"GET": s.linearizableTopic(s.getStaticTopic),
 			"PUT": s.putStaticTopic,
 		}},
 		{path: "/v1/static-topics/{topic}/remap", methods: map[string]http.HandlerFunc{
@@ -251,7 +256,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"POST": s.importStaticTopic,
 		}},
 		{path: "/v1/static-topics/{topic}/export", methods: map[string]http.HandlerFunc{
-			"GET": s.exportStaticTopic,
+			"GET": s.linearizableTopic(s.exportStaticTopic),
 		}},
 		{path: "/v1/static-topics/{topic}/trim", methods: map[string]http.HandlerFunc{
 			"POST": s.trimStaticTopic,
@@ -263,13 +268,16 @@ func (s *Server) routes(reg *prometheus.Registry) {
 			"GET": s.getRoute,
 		}},
 		{path: "/v1/static-topics/{topic}/translate", methods: map[string]http.HandlerFunc{
-			"GET": s.translate,
+			"GET": s.linearizableTopic(s.translate),
 		}},
 		{path: "/v1/scopes", methods: map[string]http.HandlerFunc{
 			"GET": s.listScopes,
 		}},
 		{path: "/v1/scopes/{scope}/global-read", methods: map[string]http.HandlerFunc{
 			"PUT": s.setGlobalRead,
+		}},
+		{path: "/v1/coordinator", methods: map[string]http.HandlerFunc{
+			"GET": s.getCoordinator,
 		}},
 		{path: "/healthz", methods: map[string]http.HandlerFunc{
 			"GET": s.healthz,

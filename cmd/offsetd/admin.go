@@ -55,13 +55,9 @@ func (a *adminFlags) client() (*client.Client, error) {
 	}
 	addr := a.addr
 	if a.caFile != "" {
-		pem, err := os.ReadFile(a.caFile)
+		pool, err := readCertPool(a.caFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading the CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("no PEM certificate in %s", a.caFile)
+			return nil, err
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
@@ -71,6 +67,19 @@ func (a *adminFlags) client() (*client.Client, error) {
 		}
 	}
 	return client.New(addr, opts)
+}
+
+// readCertPool reads a PEM file of CA (or self-signed) certificates.
+func readCertPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no PEM certificate in %s", file)
+	}
+	return pool, nil
 }
 
 // admin runs a command against a running server.

@@ -44,6 +44,11 @@ type serveConfig struct {
 	tlsKey        string
 	authTokenFile string
 	logLevel      slog.Level
+	nodeID        uint64
+	peers         peersFlag
+	raftListen    string
+	advertise     string
+	raftCAFile    string
 
 	// partitionsGiven is true when -partitions or OFFSETD_PARTITIONS was
 	// set: an existing data directory must then have that count.
@@ -75,6 +80,11 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS and Kafka over TLS")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "", "file holding the bearer token every /v1 request must carry, and the SASL/PLAIN password of Kafka clients")
+	fs.Uint64Var(&cfg.nodeID, "node-id", 0, "this node's id in a cluster (one of -peers)")
+	fs.Var(&cfg.peers, "peers", "the nodes of a cluster, id=host:port of each one's -raft-listen, this one's included, e.g. 1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103; empty runs a single node")
+	fs.StringVar(&cfg.raftListen, "raft-listen", "", "address to receive the cluster's Raft messages on (with -peers)")
+	fs.StringVar(&cfg.raftCAFile, "raft-ca-file", "", "with -tls-cert in a cluster: PEM file of the CA (or self-signed certificate) the other nodes' Raft listeners are checked against; empty means the system's roots")
+	fs.StringVar(&cfg.advertise, "advertise", "", "host:port other nodes send clients to (421 answers) in a cluster; empty means -listen")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: offsetd [serve] [flags]\n\nEvery flag can also be set with its OFFSETD_ environment variable\n(-segment-size is OFFSETD_SEGMENT_SIZE); a flag wins over its variable.\n\n")
@@ -104,6 +114,19 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return cfg, fmt.Errorf("%w: -kafka-advertise without -kafka-listen", errUsage)
 	case cfg.snapshotBytes < 1:
 		return cfg, fmt.Errorf("%w: -snapshot-bytes must be positive", errUsage)
+	case cfg.peers == nil && (cfg.nodeID != 0 || cfg.raftListen != "" || cfg.advertise != ""):
+		return cfg, fmt.Errorf("%w: -node-id, -raft-listen and -advertise need -peers", errUsage)
+	case cfg.peers != nil && cfg.peers[cfg.nodeID] == "":
+		return cfg, fmt.Errorf("%w: -node-id %d is not one of -peers %s", errUsage, cfg.nodeID, cfg.peers.String())
+	case cfg.raftCAFile != "" && (cfg.peers == nil || cfg.tlsCert == ""):
+		return cfg, fmt.Errorf("%w: -raft-ca-file goes with -peers and -tls-cert", errUsage)
+	case cfg.peers != nil && cfg.raftListen == "":
+		return cfg, fmt.Errorf("%w: -peers needs -raft-listen", errUsage)
+	case cfg.peers != nil && given["kafka-listen"] && cfg.kafkaListen != "":
+		return cfg, fmt.Errorf("%w: the Kafka listener does not serve a cluster yet: leave -kafka-listen out (or empty) with -peers", errUsage)
+	}
+	if cfg.peers != nil {
+		cfg.kafkaListen = "" // not routed to partition leaders yet
 	}
 	return cfg, nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -156,4 +158,19 @@ func mustRun(t testing.TB, status int, env map[string]string, args ...string) st
 		t.Fatalf("offsetd %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, status, out, errs)
 	}
 	return out + errs
+}
+
+// buildBinary builds offsetd into dir and returns its path; without a go
+// tool it skips the test.
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the binary")
+	}
+	bin := filepath.Join(dir, "offsetd")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

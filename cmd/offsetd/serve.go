@@ -76,12 +76,25 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	copts.LoadInBackground = true // /healthz answers while the logs replay
 	copts.Logger = logger
 	copts.Observer = metrics
-	c, err := coordinator.Open(dataDir, copts)
-	if err != nil {
+	var c *coordinator.Coordinator
+	var member *clusterMember
+	var inCluster server.Cluster
+	if cfg.peers != nil {
+		if member, err = joinCluster(cfg, dataDir, copts, token, tlsConfig, logger); err != nil {
+			return err
+		}
+		c, inCluster = member.node.Coordinator(), member.node
+	} else if c, err = coordinator.Open(dataDir, copts); err != nil {
 		return err
 	}
 	closeCoordinator := func() error {
-		if err := c.Close(); err != nil && !errors.Is(err, coordinator.ErrClosed) {
+		var err error
+		if member != nil {
+			err = member.close()
+		} else {
+			err = c.Close()
+		}
+		if err != nil && !errors.Is(err, coordinator.ErrClosed) {
 			return fmt.Errorf("closing the data directory: %w", err)
 		}
 		return nil
@@ -106,6 +119,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		Logger:             logger,
 		Metrics:            metrics,
 		Membership:         membership,
+		Cluster:            inCluster,
 	})
 	if err != nil {
 		kl.stop()
@@ -169,6 +183,8 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		runErr = fmt.Errorf("serving: %w", err)
 	case err := <-kl.errors():
 		runErr = fmt.Errorf("serving Kafka clients: %w", err)
+	case err := <-member.errors():
+		runErr = fmt.Errorf("serving the cluster's Raft messages: %w", err)
 	case err := <-loadFailed:
 		runErr = fmt.Errorf("loading %s: %w (inspect it with: offsetd verify %s)", dataDir, err, dataDir)
 	}

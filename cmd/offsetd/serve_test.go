@@ -131,15 +131,8 @@ func TestServeConfig(t *testing.T) {
 // commit through client/, stop it with SIGTERM, start it again, read the
 // same offsets.
 func TestRestartThroughBinary(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to build the binary")
-	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "offsetd")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, tmp)
 	data := filepath.Join(tmp, "data")
 	start := func() (*exec.Cmd, *client.Client, *bytes.Buffer) {
 		t.Helper()

@@ -1,0 +1,60 @@
+// Package cluster replicates a coordinator's internal partitions over
+// several nodes: each partition is a Raft group (go.etcd.io/raft/v3),
+// replicated on every node of the cluster, led by one of them. A write is
+// acknowledged once a quorum of the group holds it durably and the leader
+// has applied it; every replica applies the group's committed records, in
+// log order, through the coordinator's own apply path.
+//
+// A Node drives one RawNode per partition, each on a goroutine of its
+// own. RawNode rather than raft's Node: one goroutine owns each group and
+// handles its Ready inline, so a leader learns the index and term of what
+// it proposes at once (the coordinator answers a write when that entry
+// comes back committed, and knows it lost when another term's entry takes
+// its index), and a node of many groups runs no extra goroutines per group.
+//
+// # Storage
+//
+// Each group's entries and HardState are records of the node's one commit
+// journal (package log), tagged with the partition: every group appends
+// through the journal's Committer, so one fsync covers the entries of
+// every group that wrote meanwhile. Record types, part of the on-disk
+// format (the coordinator's own types are below them):
+//
+//	32 raft entry:      a raftpb.Entry (protobuf)
+//	33 raft hard state: a raftpb.HardState (protobuf)
+//	34 raft snapshot:   kind (1 compacted, 2 received) | raftpb.SnapshotMetadata
+//
+// A group's snapshots are its partition's snapshot files, which the
+// coordinator writes as on a single node, at indexes of the group's log.
+// Once a newer one is durable, the group's log is compacted up to the older
+// one (kept to fall back to): a snapshot record and the hard state are
+// written again at the journal's end, and the journal drops the segments
+// below the lowest record any group still needs (its snapshot record, or
+// its first entry after it). A follower that needs entries a leader
+// compacted gets the leader's snapshot file instead (MsgSnap), makes it
+// its own, and its coordinator replaces its tables by it.
+//
+// On open the journal is replayed into one raft.MemoryStorage per group, as
+// etcd's raftexample replays its WAL: the newest snapshot, then the
+// entries after it in the order written (an entry replaces any at its
+// index or after it), then the last hard state. The partition loads the
+// newest snapshot the log allows, and raft hands the coordinator the
+// committed entries after it.
+//
+// # Reads
+//
+// Reads are linearizable through Raft's ReadIndex (coordinator.Barrier):
+// the leader confirms with a heartbeat round to a quorum that it still
+// leads, then serves once it has applied up to its commit index. ReadIndex
+// rather than leader leases: a lease is only safe while clocks run at the
+// same rate and no process pauses longer than the lease, ReadIndex is safe
+// whatever the clocks do, for one round trip to the nearest follower.
+//
+// # Lifecycle
+//
+//	n, err := cluster.Open(dir, coordinator.Options{}, cluster.Options{ID: 1, Peers: []uint64{1, 2, 3}, Transport: t})
+//	c := n.Coordinator()            // writes on the leader; others answer *coordinator.NotLeaderError
+//	err = c.Barrier(ctx, group)     // then reads of group are linearizable
+//	n.Receive(msgs)                 // what the transport brings from the other nodes
+//	err = n.Close()
+package cluster

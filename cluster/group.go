@@ -1,0 +1,520 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/log"
+)
+
+// inboxSize bounds the messages waiting for a group; more are dropped, as
+// a lossy network would.
+const inboxSize = 4096
+
+// maxStepBatch bounds the messages a group steps before it handles what
+// they make ready.
+const maxStepBatch = 256
+
+// group is one partition's Raft group on this node. Its goroutine (run)
+// alone touches rn; everything else talks to it through channels.
+type group struct {
+	node      *Node
+	partition int
+	storage   storage
+	replayed  replayed // what the journal held, until start
+	keeper    keeper
+	confState *pb.ConfState // the group's configuration, for the snapshots of its log
+	rn        *raft.RawNode
+
+	inbox    chan *pb.Message
+	props    chan proposal
+	reads    chan readRequest
+	tick     chan struct{}
+	handoff  chan struct{} // asks the group to hand its lead to another node
+	compacts chan compaction
+
+	// preferred is the node that should lead the group when it is up and
+	// caught up: partitions are dealt out over the sorted peers, so that
+	// leaders, and the work of coordinating, spread over the nodes.
+	preferred uint64
+
+	// Owned by run.
+	records   []log.Entry
+	outbox    []Message
+	reading   map[uint64]chan readResult // ReadIndex calls by request id
+	nextRead  uint64
+	leadTerm  uint64 // the term this node leads, 0 when it does not
+	startTerm uint64 // the term whose first committed entry termStart is
+
+	mu        sync.Mutex
+	leader    uint64                  // guarded by mu
+	termStart uint64                  // guarded by mu; see coordinator.Replica.Lead
+	queue     []coordinator.Committed // guarded by mu: committed, not yet taken
+	nudge     bool                    // guarded by mu: the leader changed since the last batch
+	failed    error                   // guarded by mu
+	wake      chan struct{}           // holds a token while queue may be non-empty
+	committed chan []coordinator.Committed
+}
+
+type proposal struct {
+	data [][]byte
+	done chan proposalResult
+}
+
+type proposalResult struct {
+	term, first uint64
+	err         error
+}
+
+type readRequest struct {
+	done chan readResult
+}
+
+type readResult struct {
+	index uint64
+	err   error
+}
+
+// ErrStopped reports a call to a group that stopped: its node closed, or
+// its journal failed.
+var ErrStopped = errors.New("cluster: stopped")
+
+// errNoLeader reports a proposal or read on a node that does not lead.
+var errNoLeader = fmt.Errorf("cluster: this node does not lead the group: %w", coordinator.ErrNotLeader)
+
+func newGroup(n *Node, partition int) *group {
+	return &group{
+		node:      n,
+		partition: partition,
+		storage:   storage{raft.NewMemoryStorage(), coordinator.SnapshotDir(n.dir, partition)},
+		inbox:     make(chan *pb.Message, inboxSize),
+		props:     make(chan proposal),
+		reads:     make(chan readRequest),
+		tick:      make(chan struct{}, 1),
+		handoff:   make(chan struct{}, 1),
+		compacts:  make(chan compaction),
+		reading:   make(map[uint64]chan readResult),
+		wake:      make(chan struct{}, 1),
+		committed: make(chan []coordinator.Committed),
+	}
+}
+
+// start makes the group's RawNode: a group with nothing stored is a new
+// cluster's, bootstrapped with every peer as a voter; the others restart
+// from what the journal held.
+func (g *group) start(applied uint64) error {
+	o := g.node.opts
+	cfg := &raft.Config{
+		Applied:         applied,
+		ID:              o.ID,
+		ElectionTick:    o.ElectionTicks,
+		HeartbeatTick:   o.HeartbeatTicks,
+		Storage:         g.storage,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 256,
+		CheckQuorum:     true,
+		PreVote:         true,
+		Logger:          raftLogger{o.Logger.With("partition", g.partition)},
+	}
+	rn, err := raft.NewRawNode(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
+	}
+	hs, cs, _ := g.storage.InitialState()
+	g.confState = cs
+	last, _ := g.storage.LastIndex()
+	if raft.IsEmptyHardState(hs) && last == 0 {
+		peers := make([]raft.Peer, len(o.Peers))
+		for i, id := range o.Peers {
+			peers[i] = raft.Peer{ID: id}
+		}
+		if err := rn.Bootstrap(peers); err != nil {
+			return fmt.Errorf("cluster: partition %d: bootstrap: %w", g.partition, err)
+		}
+	}
+	g.rn = rn
+	sorted := slices.Sorted(slices.Values(o.Peers))
+	g.preferred = sorted[g.partition%len(sorted)]
+	return nil
+}
+
+// run is the group's goroutine: it feeds ticks, messages, proposals and
+// reads to the RawNode and handles every Ready they make, until stop.
+func (g *group) run(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			g.fail(ErrStopped)
+			return
+		case <-g.tick:
+			g.rn.Tick()
+			g.balance()
+		case <-g.handoff:
+			g.handOff()
+		case c := <-g.compacts:
+			keep, err := g.compact(c.index)
+			c.done <- compactResult{keep, err}
+		case m := <-g.inbox:
+			_ = g.rn.Step(m) // messages of removed or unknown peers are dropped
+			// Every message that waits too, so that one Ready, and one
+			// fsync, answers them all.
+			for range maxStepBatch {
+				select {
+				case m := <-g.inbox:
+					_ = g.rn.Step(m)
+					continue
+				default:
+				}
+				break
+			}
+		case p := <-g.props:
+			p.done <- g.propose(p.data)
+		case r := <-g.reads:
+			g.nextRead++
+			g.reading[g.nextRead] = r.done
+			g.rn.ReadIndex(binary.AppendUvarint(nil, g.nextRead))
+		}
+		for g.rn.HasReady() {
+			if err := g.handle(g.rn.Ready()); err != nil {
+				g.node.opts.Logger.Error("raft group stopped: its journal failed", "partition", g.partition, "err", err)
+				g.fail(err)
+				g.refuse(stop)
+				return
+			}
+		}
+	}
+}
+
+// balance hands the lead to the group's preferred node when this node
+// leads in its place and the preferred node is up (heard from since the
+// leader last checked its quorum) and has the whole log, so that the
+// transfer stalls writes for one round trip at most. It runs every tick:
+// RecentActive is false for a tick or so after each check of the quorum.
+func (g *group) balance() {
+	if g.preferred == g.node.opts.ID {
+		return
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
+		return
+	}
+	last, _ := g.storage.LastIndex()
+	ready := false
+	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == g.preferred {
+			ready = pr.RecentActive && pr.Match == last
+		}
+	})
+	if ready {
+		g.rn.TransferLeader(g.preferred)
+	}
+}
+
+// handOff hands the lead, if this node has it, to the node that is up and
+// has the most of the log, before this node stops.
+func (g *group) handOff() {
+	st := g.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		return
+	}
+	var target, match uint64
+	for id, pr := range st.Progress {
+		if id != g.node.opts.ID && pr.RecentActive && (target == 0 || pr.Match > match) {
+			target, match = id, pr.Match
+		}
+	}
+	if target != 0 {
+		g.rn.TransferLeader(target)
+	}
+}
+
+// propose appends data to the log if this node leads. Every Ready was
+// handled before, so the storage holds the whole log and the entries take
+// the indexes after its last.
+func (g *group) propose(data [][]byte) proposalResult {
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		return proposalResult{err: errNoLeader}
+	}
+	last, _ := g.storage.LastIndex()
+	ents := make([]*pb.Entry, len(data))
+	for i, d := range data {
+		ents[i] = &pb.Entry{Data: d}
+	}
+	err := g.rn.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(g.node.opts.ID), Entries: ents})
+	if err != nil {
+		return proposalResult{err: fmt.Errorf("cluster: partition %d: %w", g.partition, err)}
+	}
+	return proposalResult{term: st.GetTerm(), first: last + 1}
+}
+
+// handle does what one Ready asks, in the order raft's documentation
+// gives: entries and hard state durable in the journal, then messages
+// sent, then committed entries handed to the coordinator.
+func (g *group) handle(rd raft.Ready) error {
+	var out []coordinator.Committed
+	received := !raft.IsEmptySnap(rd.Snapshot)
+	if received {
+		// A leader's snapshot replaces the log: its state becomes the
+		// partition's snapshot file first, then the journal says so.
+		if err := g.receive(rd.Snapshot); err != nil {
+			return err
+		}
+		meta := rd.Snapshot.GetMetadata()
+		out = append(out, coordinator.Committed{Index: meta.GetIndex(), Term: meta.GetTerm(), Snapshot: true})
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		// raft reads it back only when it restarts: setting it before it
+		// is durable is safe, and what is written below is this one.
+		if err := g.storage.SetHardState(rd.HardState); err != nil {
+			return err
+		}
+	}
+	// A change of the commit index alone need not be durable before
+	// anything (raft's MustSync): it is written with the next entries,
+	// vote or snapshot, and before every snapshot of the partition (see
+	// compact), so that no snapshot is ahead of the commit index the
+	// journal holds. This saves an fsync on most Readies.
+	if received || rd.MustSync {
+		g.records = g.records[:0]
+		var err error
+		if received {
+			var r log.Entry
+			r, err = snapshotRecord(g.partition, snapReceived, rd.Snapshot.GetMetadata())
+			g.records = append(g.records, r)
+		}
+		hs, _, _ := g.storage.InitialState()
+		if err == nil {
+			g.records, err = appendRecords(g.records, g.partition, rd.Entries, hs)
+		}
+		var first uint64
+		if err == nil {
+			first, _, err = g.node.committer.Commit(g.records)
+		}
+		clear(g.records)
+		if err != nil {
+			return err
+		}
+		j := first
+		if received {
+			meta := rd.Snapshot.GetMetadata()
+			g.keeper.add(j, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapReceived})
+			j++
+			if err := g.storage.ApplySnapshot(&pb.Snapshot{Metadata: meta}); err != nil {
+				return err
+			}
+			g.confState = meta.GetConfState()
+		}
+		for _, e := range rd.Entries {
+			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
+			j++
+		}
+		g.keeper.add(j, placed{typ: recHardState})
+		if err := g.storage.Append(rd.Entries); err != nil {
+			return err
+		}
+	}
+	if len(rd.Messages) > 0 {
+		g.outbox = g.outbox[:0]
+		for _, m := range rd.Messages {
+			g.outbox = append(g.outbox, Message{Partition: g.partition, Raft: m})
+		}
+		g.node.opts.Transport.Send(g.outbox)
+		clear(g.outbox)
+		for _, m := range rd.Messages {
+			if m.GetType() == pb.MsgSnap {
+				// Sent, as far as this node can tell: if it was lost, the
+				// leader probes the follower again and sends another.
+				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+			}
+		}
+	}
+	for _, rs := range rd.ReadStates {
+		id, _ := binary.Uvarint(rs.RequestCtx)
+		if done, ok := g.reading[id]; ok {
+			done <- readResult{index: rs.Index}
+			delete(g.reading, id)
+		}
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader || st.GetTerm() != g.leadTerm {
+		// A read asked of a former leader is dropped by raft.
+		for id, done := range g.reading {
+			done <- readResult{err: errNoLeader}
+			delete(g.reading, id)
+		}
+	}
+	g.leadTerm = 0
+	if st.RaftState == raft.StateLeader {
+		g.leadTerm = st.GetTerm()
+	}
+	g.mu.Lock()
+	termStart := g.termStart
+	g.mu.Unlock()
+	if g.startTerm != g.leadTerm {
+		g.startTerm, termStart = g.leadTerm, 0
+	}
+	for _, e := range rd.CommittedEntries {
+		c := coordinator.Committed{Index: e.GetIndex(), Term: e.GetTerm()}
+		switch e.GetType() {
+		case pb.EntryNormal:
+			c.Data = e.GetData()
+		case pb.EntryConfChange:
+			var cc pb.ConfChange
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
+			}
+			g.confState = g.rn.ApplyConfChange(&cc)
+		case pb.EntryConfChangeV2:
+			var cc pb.ConfChangeV2
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
+			}
+			g.confState = g.rn.ApplyConfChange(&cc)
+		}
+		if g.leadTerm != 0 && e.GetTerm() == g.leadTerm && termStart == 0 {
+			termStart = e.GetIndex()
+		}
+		out = append(out, c)
+	}
+	g.mu.Lock()
+	changed := g.leader != st.Lead || g.termStart != termStart
+	g.leader, g.termStart = st.Lead, termStart
+	g.queue = append(g.queue, out...)
+	g.nudge = g.nudge || changed
+	g.mu.Unlock()
+	if changed {
+		g.node.leaders.Fire()
+	}
+	if len(out) > 0 || changed {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+	g.rn.Advance(rd)
+	return nil
+}
+
+// forward hands the committed entries to the coordinator's writer, as
+// many at a time as have queued, so that the group never waits for it.
+// It closes the channel when the group stops.
+func (g *group) forward(stop <-chan struct{}) {
+	defer close(g.committed)
+	for {
+		select {
+		case <-g.wake:
+		case <-stop:
+			return
+		}
+		g.mu.Lock()
+		batch, nudge := g.queue, g.nudge
+		g.queue, g.nudge = nil, false
+		g.mu.Unlock()
+		if len(batch) == 0 && !nudge {
+			continue
+		}
+		if batch == nil {
+			batch = []coordinator.Committed{} // a change of leader: the writer looks again
+		}
+		select {
+		case g.committed <- batch:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// fail records why the group stopped and answers the reads waiting.
+func (g *group) fail(err error) {
+	g.mu.Lock()
+	if g.failed == nil {
+		g.failed = err
+	}
+	g.leader, g.termStart = 0, 0
+	g.nudge = true
+	g.mu.Unlock()
+	g.node.leaders.Fire()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	for id, done := range g.reading {
+		done <- readResult{err: err}
+		delete(g.reading, id)
+	}
+}
+
+// refuse answers the calls made to a failed group until stop.
+func (g *group) refuse(stop <-chan struct{}) {
+	g.mu.Lock()
+	err := g.failed
+	g.mu.Unlock()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-g.tick:
+		case <-g.inbox:
+		case p := <-g.props:
+			p.done <- proposalResult{err: err}
+		case r := <-g.reads:
+			r.done <- readResult{err: err}
+		}
+	}
+}
+
+// replica is a group as the coordinator sees it.
+type replica struct{ g *group }
+
+var _ coordinator.Replica = replica{}
+
+func (r replica) Propose(ctx context.Context, data [][]byte) (term, first uint64, err error) {
+	done := make(chan proposalResult, 1)
+	select {
+	case r.g.props <- proposal{data: data, done: done}:
+	case <-r.g.node.stop:
+		return 0, 0, ErrStopped
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+	res := <-done
+	return res.term, res.first, res.err
+}
+
+func (r replica) Committed() <-chan []coordinator.Committed { return r.g.committed }
+
+func (r replica) Lead() (leader, termStart uint64) {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	return r.g.leader, r.g.termStart
+}
+
+func (r replica) ID() uint64 { return r.g.node.opts.ID }
+
+func (r replica) ReadIndex(ctx context.Context) (uint64, error) {
+	done := make(chan readResult, 1)
+	select {
+	case r.g.reads <- readRequest{done: done}:
+	case <-r.g.node.stop:
+		return 0, ErrStopped
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case res := <-done:
+		return res.index, res.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}

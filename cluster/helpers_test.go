@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/offsetd/offsetd/coordinator"
+)
+
+// testCluster is a cluster of nodes in this process, over a Network.
+type testCluster struct {
+	t     *testing.T
+	nw    *Network
+	peers []uint64
+	dir   string
+	parts int
+	copts coordinator.Options // of every node; Partitions and Logger are set
+
+	mu    sync.Mutex
+	nodes map[uint64]*Node // guarded by mu: the running ones
+}
+
+// testTick is the Raft tick of test clusters: elections take 10-20 ticks.
+const testTick = 5 * time.Millisecond
+
+func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...func(*coordinator.Options)) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, nw: NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*Node),
+		copts: coordinator.Options{Partitions: parts, Logger: quiet}}
+	for _, c := range configure {
+		c(&tc.copts)
+	}
+	for id := range uint64(size) {
+		tc.peers = append(tc.peers, id+1)
+	}
+	for _, id := range tc.peers {
+		tc.start(id)
+	}
+	t.Cleanup(func() {
+		for _, id := range tc.peers {
+			tc.stop(id)
+		}
+		tc.nw.Close()
+	})
+	return tc
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// start opens node id on its data directory.
+func (tc *testCluster) start(id uint64) *Node {
+	tc.t.Helper()
+	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)),
+		tc.copts,
+		Options{ID: id, Peers: tc.peers, Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet})
+	if err != nil {
+		tc.t.Fatalf("open node %d: %v", id, err)
+	}
+	tc.nw.Attach(id, n.Receive)
+	tc.mu.Lock()
+	tc.nodes[id] = n
+	tc.mu.Unlock()
+	return n
+}
+
+// stop closes node id, if it runs.
+func (tc *testCluster) stop(id uint64) {
+	tc.t.Helper()
+	tc.mu.Lock()
+	n := tc.nodes[id]
+	delete(tc.nodes, id)
+	tc.mu.Unlock()
+	if n == nil {
+		return
+	}
+	tc.nw.Detach(id)
+	if err := n.Close(); err != nil {
+		tc.t.Errorf("close node %d: %v", id, err)
+	}
+}
+
+func (tc *testCluster) node(id uint64) *Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.nodes[id]
+}
+
+// anyNode returns a running node other than not, preferring id hint.
+func (tc *testCluster) anyNode(hint, not uint64) *Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if n := tc.nodes[hint]; n != nil && hint != not {
+		return n
+	}
+	for _, id := range tc.peers {
+		if n := tc.nodes[id]; n != nil && id != not {
+			return n
+		}
+	}
+	return nil
+}
+
+// errNoNode reports that no node runs to send a request to.
+var errNoNode = errors.New("no node runs")
+
+// leaderFor runs fn on the node that leads the partition of group,
+// following NotLeader answers and waiting out elections, until fn
+// succeeds, fails otherwise, or ctx ends. A write whose outcome a failover
+// left unknown is sent again: the tests' writes may happen twice.
+func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *Node) error) error {
+	var hint, avoid uint64
+	for {
+		n := tc.anyNode(hint, avoid)
+		if n == nil {
+			return errNoNode
+		}
+		err := fn(n)
+		var nle *coordinator.NotLeaderError
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, coordinator.ErrNotCommitted):
+			hint, avoid = n.ID(), 0
+		case errors.As(err, &nle) && nle.Leader != 0 && tc.node(nle.Leader) != nil:
+			hint, avoid = nle.Leader, 0
+		case errors.As(err, &nle):
+			// n knows no leader that runs: ask another node, giving it a
+			// few election timeouts to learn of one.
+			hint, avoid = 0, n.ID()
+			if other := tc.anyNode(0, n.ID()); other != nil {
+				wait, cancel := context.WithTimeout(ctx, 40*testTick)
+				leader, err := other.AwaitLeader(wait, nle.Partition, nle.Leader)
+				cancel()
+				if err == nil {
+					hint = leader
+				}
+			}
+		case errors.Is(err, coordinator.ErrLeadershipLost) || errors.Is(err, coordinator.ErrClosed) || errors.Is(err, ErrStopped):
+			hint, avoid = 0, n.ID()
+		default:
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// commit commits offset for group (topic "t", partition 0) on the leader.
+func (tc *testCluster) commit(ctx context.Context, group string, offset int64) error {
+	return tc.leaderFor(ctx, group, func(n *Node) error {
+		return n.Coordinator().Commit(ctx, group, []coordinator.OffsetCommit{{Topic: "t", Partition: 0, Offset: offset}})
+	})
+}
+
+// fetch reads group's offset (-1 when absent) linearizably on the leader.
+func (tc *testCluster) fetch(ctx context.Context, group string) (int64, error) {
+	offset := int64(-1)
+	err := tc.leaderFor(ctx, group, func(n *Node) error {
+		c := n.Coordinator()
+		if err := c.Barrier(ctx, group); err != nil {
+			return err
+		}
+		o, ok, err := c.Fetch(group, "t", 0)
+		if ok {
+			offset = o.Offset
+		}
+		return err
+	})
+	return offset, err
+}
+
+// awaitApplied waits until node n's tables hold offset for group.
+func awaitApplied(ctx context.Context, n *Node, group string, offset int64) error {
+	c := n.Coordinator()
+	for {
+		_, changed, stop, err := c.WatchGroup(group)
+		if err != nil {
+			return err
+		}
+		o, ok, err := c.Fetch(group, "t", 0)
+		if err != nil || ok && o.Offset == offset {
+			stop()
+			return err
+		}
+		select {
+		case <-changed:
+			stop()
+		case <-ctx.Done():
+			stop()
+			return fmt.Errorf("node %d: group %q never showed offset %d: %w", n.ID(), group, offset, ctx.Err())
+		}
+	}
+}

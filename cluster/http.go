@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// RaftPath is where a node's Raft transport receives messages: POST, body
+// as AppendMessages encodes it.
+const RaftPath = "/raft/v1/messages"
+
+// Headers of a Raft POST: the sending node's id, and the address where it
+// serves clients, which receivers keep to tell clients where a leader is.
+const (
+	headerFrom      = "X-Offsetd-From"
+	headerAdvertise = "X-Offsetd-Advertise"
+)
+
+// HTTPOptions configures an HTTPTransport.
+type HTTPOptions struct {
+	// ID is the sending node's id.
+	ID uint64
+	// Peers maps every other node's id to the host:port of its Raft
+	// listener.
+	Peers map[uint64]string
+	// Advertise is the host:port where this node serves clients, sent with
+	// every message so that the other nodes can send clients here.
+	Advertise string
+	// Token, when not empty, is sent as a bearer token and required of
+	// what Handler receives.
+	Token string
+	// TLS, when set, makes the transport speak HTTPS to the peers with this
+	// client configuration (RootCAs: what signs their certificates).
+	TLS *tls.Config
+	// Client sends the requests. Nil means a client with a 5 s timeout
+	// (and TLS, if set).
+	Client *http.Client
+	// Logger receives send failures at debug level. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// HTTPTransport carries Raft messages between processes over HTTP: one
+// goroutine per peer POSTs whatever queued for it since its last request.
+// A peer that is down or slow loses messages (its queue is bounded), which
+// Raft survives.
+type HTTPTransport struct {
+	opts   HTTPOptions
+	queues map[uint64]chan []byte
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// peerQueue bounds the messages waiting for one peer.
+const peerQueue = 4096
+
+// maxPostBytes bounds the body of one POST a sender makes of what queued.
+const maxPostBytes = 4 << 20
+
+// NewHTTPTransport starts the senders to every peer; Close stops them.
+func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 5 * time.Second}
+		if opts.TLS != nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = opts.TLS.Clone()
+			opts.Client.Transport = tr
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	t := &HTTPTransport{opts: opts, queues: make(map[uint64]chan []byte), stop: make(chan struct{})}
+	for id, addr := range opts.Peers {
+		q := make(chan []byte, peerQueue)
+		t.queues[id] = q
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.sender(id, addr, q)
+		}()
+	}
+	return t
+}
+
+// Send queues each message for its peer, encoded; a full queue drops it.
+func (t *HTTPTransport) Send(msgs []Message) {
+	for _, m := range msgs {
+		q := t.queues[m.Raft.GetTo()]
+		if q == nil {
+			continue
+		}
+		b, err := AppendMessages(nil, []Message{m})
+		if err != nil {
+			t.opts.Logger.Error("cluster: dropping a message that does not encode", "partition", m.Partition, "err", err)
+			continue
+		}
+		select {
+		case q <- b:
+		default:
+		}
+	}
+}
+
+// sender POSTs what queues for one peer until Close.
+func (t *HTTPTransport) sender(id uint64, addr string, q chan []byte) {
+	scheme := "http://"
+	if t.opts.TLS != nil {
+		scheme = "https://"
+	}
+	url := scheme + addr + RaftPath
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-t.stop
+		cancel()
+	}()
+	var body []byte
+	for {
+		select {
+		case <-t.stop:
+			return
+		case b := <-q:
+			body = append(body[:0], b...)
+		}
+	gather:
+		for len(body) < maxPostBytes {
+			select {
+			case b := <-q:
+				body = append(body, b...)
+			default:
+				break gather
+			}
+		}
+		if err := t.post(ctx, url, body); err != nil && ctx.Err() == nil {
+			t.opts.Logger.Debug("cluster: messages to a peer lost", "peer", id, "err", err)
+		}
+	}
+}
+
+func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(headerFrom, strconv.FormatUint(t.opts.ID, 10))
+	if t.opts.Advertise != "" {
+		req.Header.Set(headerAdvertise, t.opts.Advertise)
+	}
+	if t.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.opts.Token)
+	}
+	resp, err := t.opts.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Close stops the senders; what is queued is dropped.
+func (t *HTTPTransport) Close() {
+	close(t.stop)
+	t.wg.Wait()
+}
+
+// Handler returns the handler of RaftPath that hands what arrives to n,
+// and keeps the client address each sender advertises. With a token, it
+// refuses requests that do not carry it.
+func Handler(n *Node, token string) http.Handler {
+	want := ""
+	if token != "" {
+		want = "Bearer " + token
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		if want != "" && !constantTimeEqual(r.Header.Get("Authorization"), want) {
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPostBytes+maxMessageBytes))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		msgs, err := DecodeMessages(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64); err == nil && from != 0 {
+			if addr := r.Header.Get(headerAdvertise); addr != "" {
+				n.SetAddress(from, addr)
+			}
+		}
+		n.Receive(msgs)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func constantTimeEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}

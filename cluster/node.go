@@ -1,0 +1,367 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/internal/signal"
+	"github.com/offsetd/offsetd/log"
+)
+
+// Options configures a Node.
+type Options struct {
+	// ID is this node's id, one of Peers; ids are not 0.
+	ID uint64
+	// Peers lists the id of every node of the cluster, this one's
+	// included: each partition is replicated on all of them. Three
+	// tolerate the loss of one, five of two.
+	Peers []uint64
+	// Transport carries messages to the other nodes. Required.
+	Transport Transport
+	// TickInterval is Raft's clock tick. Zero means 100ms.
+	TickInterval time.Duration
+	// ElectionTicks is how many ticks without a word from a leader make a
+	// follower campaign (raft randomizes it up to twice that). Zero means
+	// 10.
+	ElectionTicks int
+	// HeartbeatTicks is how many ticks apart a leader sends heartbeats.
+	// Zero means 1.
+	HeartbeatTicks int
+	// Logger receives raft's warnings and errors. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns the options a Node uses for zero fields.
+func DefaultOptions() Options {
+	return Options{TickInterval: 100 * time.Millisecond, ElectionTicks: 10, HeartbeatTicks: 1}
+}
+
+func (o *Options) ensureDefaults() {
+	d := DefaultOptions()
+	if o.TickInterval == 0 {
+		o.TickInterval = d.TickInterval
+	}
+	if o.ElectionTicks == 0 {
+		o.ElectionTicks = d.ElectionTicks
+	}
+	if o.HeartbeatTicks == 0 {
+		o.HeartbeatTicks = d.HeartbeatTicks
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Peers = slices.Clone(o.Peers)
+}
+
+// ErrInvalid reports bad options.
+var ErrInvalid = errors.New("cluster: invalid argument")
+
+func (o *Options) validate() error {
+	if o.ID == 0 {
+		return fmt.Errorf("%w: Options.ID is 0", ErrInvalid)
+	}
+	if !slices.Contains(o.Peers, o.ID) {
+		return fmt.Errorf("%w: Options.Peers %v do not include Options.ID %d", ErrInvalid, o.Peers, o.ID)
+	}
+	seen := map[uint64]bool{}
+	for _, id := range o.Peers {
+		if id == 0 || seen[id] {
+			return fmt.Errorf("%w: Options.Peers %v: ids must be distinct and not 0", ErrInvalid, o.Peers)
+		}
+		seen[id] = true
+	}
+	if o.Transport == nil {
+		return fmt.Errorf("%w: Options.Transport is nil", ErrInvalid)
+	}
+	if o.TickInterval < 0 || o.ElectionTicks <= o.HeartbeatTicks || o.HeartbeatTicks < 0 {
+		return fmt.Errorf("%w: Options.TickInterval %v, ElectionTicks %d, HeartbeatTicks %d (want ElectionTicks > HeartbeatTicks > 0)",
+			ErrInvalid, o.TickInterval, o.ElectionTicks, o.HeartbeatTicks)
+	}
+	return nil
+}
+
+// Node is one member of a cluster: the Raft groups of a coordinator's
+// partitions on this node. It is the coordinator's Replication.
+type Node struct {
+	opts      Options
+	dir       string // the data directory
+	coord     *coordinator.Coordinator
+	groups    []*group
+	committer *log.Committer // set by Start
+	started   atomic.Bool
+	stop      chan struct{}
+	leaders   *signal.Signal // fires when a group's leader changes
+	frozen    atomic.Bool    // tests stop the node's clock
+
+	addrMu    sync.Mutex
+	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+var _ coordinator.Replication = (*Node)(nil)
+
+// Open opens the data directory dir as a member of a cluster: a
+// coordinator (copts, whose Replication it sets) whose partitions are Raft
+// groups over opts.Peers. It returns once the partitions have loaded; they
+// serve writes once their groups have elected a leader.
+func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
+	opts.ensureDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New()}
+	copts.Replication = n
+	copts.LoadInBackground = false
+	c, err := coordinator.Open(dir, copts)
+	if err != nil {
+		n.shutdown()
+		return nil, err
+	}
+	n.coord = c
+	return n, nil
+}
+
+// Coordinator returns the node's coordinator: writes go to the leader of
+// their partition (others answer a *coordinator.NotLeaderError), reads
+// are linearizable after Coordinator.Barrier.
+func (n *Node) Coordinator() *coordinator.Coordinator { return n.coord }
+
+// ID returns the node's id.
+func (n *Node) ID() uint64 { return n.opts.ID }
+
+// Replay puts a journal record back into its group's storage; the
+// coordinator calls it while it loads.
+func (n *Node) Replay(index uint64, e log.Entry) error {
+	g := n.group(e.Partition)
+	at, err := g.replayed.add(index, e)
+	if err != nil {
+		return err
+	}
+	g.keeper.add(index, at)
+	return nil
+}
+
+// group returns partition's group, making the groups up to it.
+func (n *Node) group(partition int) *group {
+	for len(n.groups) <= partition {
+		n.groups = append(n.groups, newGroup(n, len(n.groups)))
+	}
+	return n.groups[partition]
+}
+
+// Bounds returns what the journal holds of partition's log once
+// replayed: the first index of its entries (one past its snapshot) and
+// the last index it knew committed.
+// The partitions' loaders call it at once, after Replay: it only reads.
+func (n *Node) Bounds(partition int) (first, committed uint64) {
+	if partition >= len(n.groups) {
+		return 1, 0 // nothing in the journal
+	}
+	g := n.groups[partition]
+	if err := g.replayed.build(g.storage.MemoryStorage, partition); err != nil {
+		// No snapshot fits: the partition fails to load, and Start says why.
+		return math.MaxUint64, math.MaxUint64
+	}
+	first, _ = g.storage.FirstIndex()
+	hs, _, _ := g.storage.InitialState()
+	return first, hs.GetCommit()
+}
+
+// Start starts every group; the coordinator calls it once it has loaded.
+func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.Replica, error) {
+	parts := len(applied)
+	if len(n.groups) > parts {
+		return nil, fmt.Errorf("%w: the journal holds partition %d, there are %d", log.ErrCorrupt, len(n.groups)-1, parts)
+	}
+	for len(n.groups) < parts {
+		n.groups = append(n.groups, newGroup(n, len(n.groups)))
+	}
+	n.committer = committer
+	replicas := make([]coordinator.Replica, parts)
+	for i, g := range n.groups {
+		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
+			return nil, err
+		}
+		if err := g.start(applied[i]); err != nil {
+			return nil, err
+		}
+		replicas[i] = replica{g}
+	}
+	for _, g := range n.groups {
+		n.wg.Add(2)
+		go func() {
+			defer n.wg.Done()
+			g.run(n.stop)
+		}()
+		go func() {
+			defer n.wg.Done()
+			g.forward(n.stop)
+		}()
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.ticker()
+	}()
+	n.started.Store(true)
+	return replicas, nil
+}
+
+// Receive hands messages from other nodes to their groups. It never
+// blocks: what a group has no room for is dropped, which Raft survives.
+func (n *Node) Receive(msgs []Message) {
+	if !n.started.Load() {
+		return
+	}
+	for _, m := range msgs {
+		if m.Partition < 0 || m.Partition >= len(n.groups) || m.Raft == nil {
+			continue
+		}
+		select {
+		case n.groups[m.Partition].inbox <- m.Raft:
+		default:
+		}
+	}
+}
+
+// SetAddress records where node id serves clients (host:port); the HTTP
+// transport's Handler learns the other nodes' addresses by itself.
+func (n *Node) SetAddress(id uint64, addr string) {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	if n.addrs == nil {
+		n.addrs = make(map[uint64]string)
+	}
+	n.addrs[id] = addr
+}
+
+// Address returns where node id serves clients, if this node knows it.
+func (n *Node) Address(id uint64) (string, bool) {
+	n.addrMu.Lock()
+	defer n.addrMu.Unlock()
+	addr, ok := n.addrs[id]
+	return addr, ok
+}
+
+// Leader returns the node that leads partition as this node knows it, 0
+// if none (an election, or a node cut off).
+func (n *Node) Leader(partition int) uint64 {
+	if !n.started.Load() || partition < 0 || partition >= len(n.groups) {
+		return 0
+	}
+	leader, _ := replica{n.groups[partition]}.Lead()
+	return leader
+}
+
+// AwaitLeader waits until this node knows a leader of partition other than
+// not (0 for any), and returns it.
+func (n *Node) AwaitLeader(ctx context.Context, partition int, not uint64) (uint64, error) {
+	for {
+		changed := n.leaders.Wait()
+		if leader := n.Leader(partition); leader != 0 && leader != not {
+			return leader, nil
+		}
+		select {
+		case <-changed:
+		case <-n.stop:
+			return 0, ErrStopped
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// ticker ticks every group's clock.
+func (n *Node) ticker() {
+	t := time.NewTicker(n.opts.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			if n.frozen.Load() {
+				continue
+			}
+			for _, g := range n.groups {
+				select {
+				case g.tick <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// Close hands the lead of every group this node leads to another node
+// that is up (waiting two election timeouts at most), so that the group
+// goes on serving without waiting for an election; then it stops the
+// groups and closes the coordinator (which answers what is still waiting
+// with coordinator.ErrClosed).
+func (n *Node) Close() error {
+	if n.started.Load() {
+		n.handOff()
+	}
+	n.shutdown()
+	if n.coord == nil {
+		return nil
+	}
+	return n.coord.Close()
+}
+
+// handOff asks every group this node leads to hand its lead off, and
+// waits until this node knows another leader of each, or for two election
+// timeouts.
+func (n *Node) handOff() {
+	var led []int
+	for i, g := range n.groups {
+		if n.Leader(i) == n.opts.ID {
+			led = append(led, i)
+			select {
+			case g.handoff <- struct{}{}:
+			default:
+			}
+		}
+	}
+	timeout := 2 * time.Duration(n.opts.ElectionTicks) * n.opts.TickInterval
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, i := range led {
+		if _, err := n.AwaitLeader(ctx, i, n.opts.ID); err != nil {
+			return
+		}
+	}
+}
+
+func (n *Node) shutdown() {
+	n.closeOnce.Do(func() { close(n.stop) })
+	n.wg.Wait()
+}
+
+// raftLogger sends raft's messages to slog: its debug and info chatter at
+// debug level.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)                 { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(format string, v ...any) { r.l.Debug(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Info(v ...any)                  { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(format string, v ...any)  { r.l.Debug(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Warning(v ...any)               { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(format string, v ...any) {
+	r.l.Warn(fmt.Sprintf(format, v...))
+}
+func (r raftLogger) Error(v ...any)                 { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(format string, v ...any) { r.l.Error(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Fatal(v ...any)                 { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Fatalf(format string, v ...any) { panic(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Panic(v ...any)                 { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(format string, v ...any) { panic(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/offsetd/offsetd/log"
+)
+
+// A group's snapshots are its partition's snapshot files, which the
+// coordinator writes: a snapshot at raft index S holds the partition's
+// state with every entry up to S applied. Once the coordinator has one
+// (and the one before it, to fall back to), it compacts the group's log
+// up to the older of the two: the journal records of the entries it
+// covers are no longer needed, and a follower that needs them gets the
+// snapshot file instead (MsgSnap), which becomes its own.
+
+// storage is a group's raft.Storage: a MemoryStorage whose snapshot, when
+// raft asks for it to send to a follower, carries the partition's
+// snapshot file.
+type storage struct {
+	*raft.MemoryStorage
+	dir string // the partition's snapshot directory
+}
+
+// Snapshot returns the log's snapshot with the file it names.
+func (s storage) Snapshot() (*pb.Snapshot, error) {
+	snap, err := s.MemoryStorage.Snapshot()
+	if err != nil || raft.IsEmptySnap(snap) {
+		return snap, err
+	}
+	data, err := os.ReadFile(log.SnapshotPath(s.dir, snap.GetMetadata().GetIndex()))
+	if err != nil {
+		// Replaced by a newer one meanwhile: raft asks again later.
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	snap.Data = data
+	return snap, nil
+}
+
+type compaction struct {
+	index uint64
+	done  chan compactResult
+}
+
+type compactResult struct {
+	keep uint64
+	err  error
+}
+
+// compact drops the group's log up to index, which the partition's
+// snapshot file index holds, and writes the snapshot's record and the
+// hard state again at the journal's end, so that the group no longer
+// needs any journal record before them but its entries after index. With
+// index at or below the last compaction it only writes them again (a
+// quiet group that holds the journal's front lets it go). The hard state
+// written holds the commit index as of now: the coordinator compacts
+// before it writes a new snapshot, which is then never ahead of the
+// commit index the journal holds.
+func (g *group) compact(index uint64) (uint64, error) {
+	snap, _ := g.storage.MemoryStorage.Snapshot()
+	if index > snap.GetMetadata().GetIndex() {
+		if last, _ := g.storage.LastIndex(); index > last {
+			return 0, fmt.Errorf("cluster: partition %d: compact to %d, past the log's last index %d", g.partition, index, last)
+		}
+		if _, err := g.storage.CreateSnapshot(index, g.confState, nil); err != nil {
+			return 0, err
+		}
+		if err := g.storage.Compact(index); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return 0, err
+		}
+		snap, _ = g.storage.MemoryStorage.Snapshot()
+	}
+	meta := snap.GetMetadata()
+	g.records = g.records[:0]
+	if meta.GetIndex() != 0 {
+		r, err := snapshotRecord(g.partition, snapCompacted, meta)
+		if err != nil {
+			return 0, err
+		}
+		g.records = append(g.records, r)
+	}
+	hs, _, _ := g.storage.InitialState()
+	var err error
+	g.records, err = appendRecords(g.records, g.partition, nil, hs)
+	var first uint64
+	if err == nil {
+		first, _, err = g.node.committer.Commit(g.records)
+	}
+	n := len(g.records)
+	clear(g.records)
+	if err != nil {
+		return 0, err
+	}
+	if n == 2 {
+		g.keeper.add(first, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapCompacted})
+	}
+	g.keeper.add(first+uint64(n)-1, placed{typ: recHardState})
+	return g.keeper.keep.Load(), nil
+}
+
+// receive makes a leader's snapshot the partition's snapshot file, durably,
+// before the journal records that the log was replaced by it. The
+// partition's own snapshot, written beside it, can clear its temporary
+// file (log.Snapshots.Create clears leftovers): it tries again, a few
+// times.
+func (g *group) receive(snap *pb.Snapshot) error {
+	index := snap.GetMetadata().GetIndex()
+	tmp := filepath.Join(g.node.dir, fmt.Sprintf("raft-snapshot-%d.received", g.partition))
+	if err := os.WriteFile(tmp, snap.GetData(), 0o640); err != nil {
+		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
+	}
+	defer os.Remove(tmp)
+	snaps, err := log.OpenSnapshots(g.storage.dir, g.partition)
+	if err != nil {
+		return err
+	}
+	for range 3 {
+		if err = writeReceived(snaps, index, tmp); err == nil || errors.Is(err, log.ErrCorrupt) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
+	}
+	return nil
+}
+
+// writeReceived copies the snapshot file at tmp, record by record (each
+// checked), into the snapshot of index.
+func writeReceived(snaps *log.Snapshots, index uint64, tmp string) error {
+	w, err := snaps.Create(index)
+	if err != nil {
+		return err
+	}
+	at, _, err := log.ReadSnapshotFile(tmp, w.Add)
+	if err == nil && at != index {
+		err = fmt.Errorf("%w: the file holds index %d", log.ErrCorrupt, at)
+	}
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	_, err = w.Commit()
+	return err
+}
+
+// Compact asks the group to compact its log up to index; see group.compact.
+func (r replica) Compact(ctx context.Context, index uint64) (keep uint64, err error) {
+	done := make(chan compactResult, 1)
+	select {
+	case r.g.compacts <- compaction{index: index, done: done}:
+	case <-r.g.node.stop:
+		return 0, ErrStopped
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	res := <-done
+	return res.keep, res.err
+}
+
+// KeepFrom returns the lowest journal index the group needs.
+func (r replica) KeepFrom() uint64 { return r.g.keeper.keep.Load() }

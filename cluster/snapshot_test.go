@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/log"
+)
+
+// smallJournal makes snapshots and segments small, so that a test's few
+// hundred commits compact logs and drop journal segments.
+func smallJournal(o *coordinator.Options) {
+	o.SegmentSize = 4096
+	o.SnapshotBytes = 4096 * int64(o.Partitions)
+	o.SnapshotInterval = -1
+}
+
+// commitMany commits offsets from..to-1 to groups g<from>.. in turn.
+func (tc *testCluster) commitMany(ctx context.Context, from, to int) {
+	tc.t.Helper()
+	for i := from; i < to; i++ {
+		if err := tc.commit(ctx, fmt.Sprint("g", i%20), int64(i)); err != nil {
+			tc.t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+}
+
+// snapshot takes a snapshot of every partition on every running node.
+func (tc *testCluster) snapshot(ctx context.Context) {
+	tc.t.Helper()
+	for _, id := range tc.peers {
+		if n := tc.node(id); n != nil {
+			if err := n.Coordinator().Snapshot(ctx); err != nil {
+				tc.t.Fatalf("snapshot on node %d: %v", id, err)
+			}
+		}
+	}
+}
+
+// journalStart returns the index in the name of node id's oldest journal
+// segment: above 1 once the journal's front was dropped.
+func (tc *testCluster) journalStart(id uint64) string {
+	tc.t.Helper()
+	ents, err := os.ReadDir(coordinator.JournalDir(filepath.Join(tc.dir, fmt.Sprint(id))))
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	for _, e := range ents {
+		if len(e.Name()) == 20 {
+			return e.Name()
+		}
+	}
+	tc.t.Fatalf("node %d has no journal segment", id)
+	return ""
+}
+
+// checkMany reads every group of commitMany(.., to) on the leader; to is
+// a multiple of 20.
+func (tc *testCluster) checkMany(ctx context.Context, to int) {
+	tc.t.Helper()
+	for g := range 20 {
+		want := int64(to - 20 + g)
+		got, err := tc.fetch(ctx, fmt.Sprint("g", g))
+		if err != nil || got != want {
+			tc.t.Fatalf("group g%d: %d, %v; want %d", g, got, err, want)
+		}
+	}
+}
+
+// TestCompaction: once a partition has two snapshots, its group's log is
+// compacted to the older one, the journal drops the segments no group
+// needs, and every node restarts from its snapshot and what is left.
+func TestCompaction(t *testing.T) {
+	tc := newTestCluster(t, 7, 3, 1, smallJournal)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tc.commitMany(ctx, 0, 200)
+	tc.snapshot(ctx)
+	tc.commitMany(ctx, 200, 400)
+	tc.snapshot(ctx)
+	for _, id := range tc.peers {
+		if start := tc.journalStart(id); start == "00000000000000000001" {
+			t.Fatalf("node %d still has its whole journal after two snapshots", id)
+		}
+	}
+	for _, id := range tc.peers {
+		tc.stop(id)
+	}
+	for _, id := range tc.peers {
+		tc.start(id)
+	}
+	tc.checkMany(ctx, 400)
+}
+
+// TestCatchUpFromSnapshot: a node that was down while the others
+// compacted their logs past everything it has is sent the leader's
+// snapshot, and serves the same offsets once it leads.
+func TestCatchUpFromSnapshot(t *testing.T) {
+	tc := newTestCluster(t, 8, 3, 1, smallJournal)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tc.commitMany(ctx, 0, 10)
+	lagging := tc.peers[2]
+	tc.stop(lagging)
+	tc.commitMany(ctx, 10, 200)
+	tc.snapshot(ctx)
+	tc.commitMany(ctx, 200, 400)
+	tc.snapshot(ctx)
+
+	n := tc.start(lagging)
+	for g := range 20 {
+		if err := awaitApplied(ctx, n, fmt.Sprint("g", g), int64(380+g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, fmt.Sprint(lagging)), 0))
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("node %d caught up without a snapshot (%v, %v): the log was not compacted", lagging, snaps, err)
+	}
+	// Only the caught-up node and one other: it must hold everything.
+	for _, id := range tc.peers {
+		if id != lagging {
+			tc.stop(id)
+			break
+		}
+	}
+	tc.checkMany(ctx, 400)
+	tc.commitMany(ctx, 400, 420)
+	tc.checkMany(ctx, 420)
+}

@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Message is one Raft message of one partition's group.
+type Message struct {
+	Partition int
+	Raft      *pb.Message
+}
+
+// Transport carries Raft messages to the other nodes, at most once and in
+// no particular order: Raft copes with loss, duplicates and reordering.
+// Send must not block for long (it runs on a group's goroutine) and must
+// not keep msgs or what they point to once it returns: they share memory
+// with the group's log (encode them with AppendMessages). The receiving
+// end hands what arrives to that node's Node.Receive.
+type Transport interface {
+	Send(msgs []Message)
+}
+
+// ErrBadMessage reports a message that does not decode.
+var ErrBadMessage = errors.New("cluster: bad message")
+
+// maxMessageBytes bounds one encoded message, so that a damaged length
+// never makes a reader allocate much.
+const maxMessageBytes = 64 << 20
+
+// AppendMessages appends the encoding of msgs to dst:
+//
+//	| uvarint partition | uvarint len | raftpb.Message (protobuf) | ...
+func AppendMessages(dst []byte, msgs []Message) ([]byte, error) {
+	for _, m := range msgs {
+		b, err := proto.Marshal(m.Raft)
+		if err != nil {
+			return dst, fmt.Errorf("cluster: partition %d: marshal message: %w", m.Partition, err)
+		}
+		dst = binary.AppendUvarint(dst, uint64(m.Partition))
+		dst = binary.AppendUvarint(dst, uint64(len(b)))
+		dst = append(dst, b...)
+	}
+	return dst, nil
+}
+
+// DecodeMessages decodes what AppendMessages encoded.
+func DecodeMessages(b []byte) ([]Message, error) {
+	var out []Message
+	for len(b) > 0 {
+		p, n := binary.Uvarint(b)
+		if n <= 0 || p > 1<<20 {
+			return nil, fmt.Errorf("%w: partition", ErrBadMessage)
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > maxMessageBytes || size > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: length", ErrBadMessage)
+		}
+		m := new(pb.Message)
+		if err := proto.Unmarshal(b[n:n+int(size)], m); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadMessage, err)
+		}
+		b = b[n+int(size):]
+		out = append(out, Message{Partition: int(p), Raft: m})
+	}
+	return out, nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offsetd/offsetd/client"
+	"github.com/offsetd/offsetd/cluster"
+)
+
+// freeAddrs returns n loopback addresses whose ports were free a moment
+// ago: a cluster's nodes must know each other's addresses before they
+// start. The ports are below the kernel's ephemeral range, so that the
+// nodes' own outgoing connections cannot take them meanwhile.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(10000))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken
+		}
+		l.Close()
+		if !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// startCluster runs three offsetd serve nodes of one cluster in this
+// process, with args added to each command line; it returns them by id,
+// and their Raft addresses.
+func startCluster(t *testing.T, args ...string) (map[int]served, []string) {
+	t.Helper()
+	addrs := freeAddrs(t, 6)
+	raft, api := addrs[:3], addrs[3:]
+	var peers []string
+	for i, a := range raft {
+		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
+	}
+	dir := t.TempDir()
+	nodes := map[int]served{}
+	for i := range 3 {
+		nodes[i+1] = startServe(t, append([]string{"serve", "-data", filepath.Join(dir, fmt.Sprint(i+1)), "-listen", api[i],
+			"-node-id", fmt.Sprint(i + 1), "-peers", strings.Join(peers, ","), "-raft-listen", raft[i]}, args...),
+			map[string]string{"OFFSETD_KAFKA_LISTEN": ""})
+	}
+	return nodes, raft
+}
+
+// TestServeClusterTLS runs a cluster with TLS and a token: clients speak
+// HTTPS to any node and are sent on to leaders over HTTPS, and the nodes'
+// Raft traffic is HTTPS too, refusing plain HTTP.
+func TestServeClusterTLS(t *testing.T) {
+	cert, key := selfSigned(t)
+	token := writeFile(t, "token", "s3cret", 0o600)
+	nodes, raft := startCluster(t, "-tls-cert", cert, "-tls-key", key, "-raft-ca-file", cert, "-auth-token-file", token)
+	pool, err := readCertPool(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for id, n := range nodes {
+		if !strings.HasPrefix(n.url, "https://") {
+			t.Fatalf("node %d serves %s", id, n.url)
+		}
+		c, err := client.New(n.url, client.Options{Token: "s3cret", HTTPClient: &http.Client{Transport: tr}, Retries: 100, MaxRetryWait: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Commit(ctx, "g", -1, []client.OffsetCommit{{Topic: "t", Offset: int64(id)}}); err != nil {
+			t.Fatalf("commit through node %d: %v", id, err)
+		}
+		if o, err := c.Offset(ctx, "g", "t", 0); err != nil || o.Offset != int64(id) {
+			t.Fatalf("offset through node %d: %+v, %v", id, o, err)
+		}
+	}
+	// Plain HTTP to a Raft listener is refused.
+	resp, err := http.Post("http://"+raft[0]+cluster.RaftPath, "application/octet-stream", nil)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNoContent {
+			t.Fatal("a Raft listener took a message over plain HTTP")
+		}
+	}
+}
+
+// TestServeCluster runs three offsetd serve nodes of one cluster in this
+// process: a client sent to any node commits and reads through the
+// partition's leader, and once the leader's node stops, the others serve
+// the group again with its acknowledged offset.
+func TestServeCluster(t *testing.T) {
+	nodes, _ := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clientOf := func(id int) *client.Client {
+		c, err := client.New(nodes[id].url, client.Options{Retries: 100, MaxRetryWait: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	commit := []client.OffsetCommit{{Topic: "t", Partition: 0, Offset: 7}}
+	if _, err := clientOf(2).Commit(ctx, "g", -1, commit); err != nil {
+		t.Fatalf("commit through node 2: %v", err)
+	}
+	info, err := clientOf(3).Coordinator(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := clientOf(3).Offset(ctx, "g", "t", 0); err != nil || o.Offset != 7 {
+		t.Fatalf("offset through node 3: %+v, %v; want 7", o, err)
+	}
+
+	if code := nodes[int(info.Leader)].stop(); code != 0 {
+		t.Fatalf("leader %d exited with %d", info.Leader, code)
+	}
+	delete(nodes, int(info.Leader))
+	stopped := time.Now()
+	for id := range nodes {
+		if o, err := clientOf(id).Offset(ctx, "g", "t", 0); err != nil || o.Offset != commit[0].Offset {
+			t.Fatalf("offset through node %d after leader %d stopped: %+v, %v; want %d", id, info.Leader, o, err, commit[0].Offset)
+		}
+		commit[0].Offset++
+		if _, err := clientOf(id).Commit(ctx, "g", -1, commit); err != nil {
+			t.Fatalf("commit through node %d after leader %d stopped: %v", id, info.Leader, err)
+		}
+		t.Logf("node %d served again %v after the leader stopped", id, time.Since(stopped).Round(time.Millisecond))
+	}
+}
