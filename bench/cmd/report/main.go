@@ -102,7 +102,7 @@ func run() error {
 		}
 	}
 	fmt.Println()
-	fmt.Println("Targets (issue #5):")
+	fmt.Println("Targets:")
 	fmt.Println()
 	if err := report.WriteTargets(os.Stdout, res); err != nil {
 		return err

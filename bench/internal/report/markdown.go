@@ -55,7 +55,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 		return err
 	}
 
-	b.WriteString("\n## Targets (issue #5)\n\n")
+	b.WriteString("\n## Targets\n\n")
 	if ks := res.Config["keyspace"]; ks != "large" {
 		fmt.Fprintf(&b, "This run used the %s key space; the targets are set for the large one (`bench/run.sh --full`), so read these as hints.\n\n", cfg("keyspace"))
 	}
@@ -82,7 +82,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	}
 
 	b.WriteString("\n## How each system is made durable\n\n")
-	b.WriteString("- **offsetd**: default options; each partition's writer appends everything queued as one log write and fsyncs it before acknowledging any of it.\n")
+	b.WriteString("- **offsetd**: default options; every internal partition hands its waiting commits to the one journal, which appends everything queued from every partition as one batch and fsyncs it before any of it is acknowledged.\n")
 	b.WriteString("- **offsetd-http**: offsetd as above behind its HTTP server on loopback; a commit is answered once offsetd has fsynced it.\n")
 	b.WriteString("- **offsetd-kafka**: offsetd as above behind its Kafka listener on loopback; an OffsetCommit is answered once offsetd has fsynced it.\n")
 	b.WriteString("- **pebble**: default options; each commit is a batch committed with `pebble.Sync` (Pebble syncs its WAL before returning, sharing one sync among concurrent commits).\n")
