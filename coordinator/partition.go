@@ -62,9 +62,7 @@ type partition struct {
 	buf      *bytebufferpool.ByteBuffer
 	inflight []*batch
 	spare    []*batch // finished batches, for reuse
-	// entriesSpare is the entries slice a batch gave up when extended.
-	entriesSpare []log.Entry
-	applied      uint64 // the index of the last record applied
+	applied  uint64   // the index of the last record applied
 	// batchGen holds, per group, the highest generation among the
 	// commits built and not yet applied (pending or in flight); it is
 	// cleared once nothing is.
@@ -333,33 +331,26 @@ func (p *partition) extend(b *batch) bool {
 	if len(b.reqs)+len(p.pending) > maxBatchRequests || b.buf.Len()+p.buf.Len() > maxBatchBytes {
 		return false
 	}
-	// The records are copied into b's buffer, and every entry of b is
-	// pointed at it anew, as the buffer may have moved; the committer reads
-	// none of them until it takes b.
-	base := b.buf.Len()
+	// The records are copied to the end of b's buffer and their entries
+	// appended to b's. The entries b already has keep pointing where they
+	// did, into the array the buffer had then, if it moved: nothing writes
+	// there again. The committer may take b meanwhile; it reads only what
+	// b held before, never what is appended here.
+	base, n := b.buf.Len(), len(b.entries)
 	b.buf.B = append(b.buf.B, p.buf.B...)
-	entries := b.entries[:0:0]
-	if cap(p.entriesSpare) >= len(b.reqs)+len(p.pending) {
-		entries = p.entriesSpare[:0]
-	}
-	for _, e := range b.reqs {
-		entries = append(entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
-	}
 	for _, e := range p.pending {
 		e.start += base
 		e.end += base
-		entries = append(entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
-	}
-	if !p.committer.Extend(&b.ticket, entries) {
-		b.buf.B = b.buf.B[:base]
-		p.entriesSpare = entries[:0]
-		return false
-	}
-	p.entriesSpare, b.entries = b.entries[:0], entries
-	for _, e := range p.pending {
-		e.start += base
-		e.end += base
+		b.entries = append(b.entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
 		b.reqs = append(b.reqs, e)
+	}
+	if !p.committer.Extend(&b.ticket, b.entries) {
+		b.buf.B = b.buf.B[:base]
+		clear(b.entries[n:])
+		b.entries = b.entries[:n]
+		clear(b.reqs[len(b.reqs)-len(p.pending):])
+		b.reqs = b.reqs[:len(b.reqs)-len(p.pending)]
+		return false
 	}
 	clear(p.pending)
 	p.pending = p.pending[:0]
