@@ -219,23 +219,42 @@ func (c *Coordinator) closeAll() error {
 // still be written. The request's output travels only in the result, so a
 // caller that gave up shares no memory with the writer.
 func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (result, error) {
-	if err := p.ready(); err != nil {
+	if err := c.enqueue(ctx, p, r); err != nil {
 		return result{}, err
+	}
+	return r.wait(ctx)
+}
+
+// enqueue queues a request on partition p without waiting for its result.
+func (c *Coordinator) enqueue(ctx context.Context, p *partition, r *request) error {
+	if err := p.ready(); err != nil {
+		return err
 	}
 	r.ctx = ctx
 	r.done = make(chan result, 1)
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.closed {
-		c.mu.RUnlock()
-		return result{}, ErrClosed
+		return ErrClosed
+	}
+	if ctx.Done() == nil {
+		p.reqs <- r
+		return nil
 	}
 	select {
 	case p.reqs <- r:
+		return nil
 	case <-ctx.Done():
-		c.mu.RUnlock()
-		return result{}, ctx.Err()
+		return ctx.Err()
 	}
-	c.mu.RUnlock()
+}
+
+// wait waits for the result of a request enqueue queued, or for ctx to end.
+func (r *request) wait(ctx context.Context) (result, error) {
+	if ctx.Done() == nil {
+		res := <-r.done
+		return res, res.err
+	}
 	select {
 	case res := <-r.done:
 		return res, res.err

@@ -70,13 +70,68 @@ func (c *Coordinator) Commit(ctx context.Context, group string, offsets []Offset
 // the group, the commit fails with ErrStaleGeneration and writes nothing. It
 // returns the group's new version.
 func (c *Coordinator) CommitGeneration(ctx context.Context, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
-	if err := c.validateCommit(group, generation, offsets); err != nil {
+	r, err := c.commitRequest(group, generation, offsets)
+	if err != nil {
 		return 0, err
+	}
+	res, err := c.submit(ctx, c.groupPartition(group), r)
+	return res.index, err
+}
+
+// GroupCommit is one group's commit in a CommitMany call.
+type GroupCommit struct {
+	Group string
+	// Generation is the consumer-group generation, or NoGeneration.
+	Generation int32
+	Offsets    []OffsetCommit
+}
+
+// CommitResult is the outcome of one GroupCommit: the group's new version,
+// or why nothing was written.
+type CommitResult struct {
+	Version uint64
+	Err     error
+}
+
+// CommitMany commits the offsets of several groups at once, as many
+// CommitGeneration calls made together would: each commit is its own
+// atomic, durable write with its own generation check, and succeeds or
+// fails alone; they share fsyncs. results[i] is the outcome of commits[i].
+// A commit whose ctx ends before it is answered fails with ctx's error; it
+// may still be written. It is for servers that receive many commits in one
+// request, without a goroutine for each.
+func (c *Coordinator) CommitMany(ctx context.Context, commits []GroupCommit) []CommitResult {
+	results := make([]CommitResult, len(commits))
+	reqs := make([]*request, len(commits))
+	for i, gc := range commits {
+		r, err := c.commitRequest(gc.Group, gc.Generation, gc.Offsets)
+		if err == nil {
+			err = c.enqueue(ctx, c.groupPartition(gc.Group), r)
+		}
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		reqs[i] = r
+	}
+	for i, r := range reqs {
+		if r != nil {
+			res, err := r.wait(ctx)
+			results[i] = CommitResult{Version: res.index, Err: err}
+		}
+	}
+	return results
+}
+
+// commitRequest validates a commit and makes its request.
+func (c *Coordinator) commitRequest(group string, generation int32, offsets []OffsetCommit) (*request, error) {
+	if err := c.validateCommit(group, generation, offsets); err != nil {
+		return nil, err
 	}
 	// The writer reads the offsets after a caller that gave up may have
 	// reused its slice.
 	offsets = slices.Clone(offsets)
-	res, err := c.submit(ctx, c.groupPartition(group), &request{
+	return &request{
 		typ: recCommit,
 		build: func(p *partition, dst []byte) ([]byte, any, error) {
 			if generation != NoGeneration {
@@ -91,8 +146,7 @@ func (c *Coordinator) CommitGeneration(ctx context.Context, group string, genera
 			}
 			return encodeCommit(dst, group, generation, c.opts.Now().UnixMilli(), offsets), nil, nil
 		},
-	})
-	return res.index, err
+	}, nil
 }
 
 func (c *Coordinator) validateCommit(group string, generation int32, offsets []OffsetCommit) error {

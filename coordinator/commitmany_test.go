@@ -1,0 +1,79 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// CommitMany answers each commit alone: a bad or fenced commit fails and
+// writes nothing, the others of the call are written, durably, in order.
+func TestCommitMany(t *testing.T) {
+	dir := t.TempDir()
+	c := mustOpen(t, dir, testOptions())
+	ctx := context.Background()
+	if _, err := c.CommitGeneration(ctx, "fenced", 5, []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var commits []GroupCommit
+	for i := range 40 {
+		commits = append(commits, GroupCommit{Group: fmt.Sprintf("g%d", i), Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Partition: int32(i), Offset: int64(100 + i)}}})
+	}
+	commits = append(commits,
+		GroupCommit{Group: "", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 1}}},   // 40: no group
+		GroupCommit{Group: "fenced", Generation: 4, Offsets: []OffsetCommit{{Topic: "t", Offset: 2}}},        // 41: stale
+		GroupCommit{Group: "g0", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 7}}}, // 42: after commits[0]
+	)
+	results := c.CommitMany(ctx, commits)
+	if len(results) != len(commits) {
+		t.Fatalf("%d results for %d commits", len(results), len(commits))
+	}
+	for i, r := range results[:40] {
+		if r.Err != nil || r.Version == 0 {
+			t.Fatalf("commit %d: %+v", i, r)
+		}
+	}
+	if !errors.Is(results[40].Err, ErrInvalid) {
+		t.Errorf("commit without a group: %v, want ErrInvalid", results[40].Err)
+	}
+	if !errors.Is(results[41].Err, ErrStaleGeneration) {
+		t.Errorf("stale commit: %v, want ErrStaleGeneration", results[41].Err)
+	}
+	if results[42].Err != nil || results[42].Version <= results[0].Version {
+		t.Errorf("second commit of g0: %+v after %+v", results[42], results[0])
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c = mustOpen(t, dir, testOptions())
+	defer c.Close()
+	for i := 1; i < 40; i++ {
+		o, ok, err := c.Fetch(fmt.Sprintf("g%d", i), "t", int32(i))
+		if err != nil || !ok || o.Offset != int64(100+i) {
+			t.Fatalf("g%d after restart: %+v %v %v", i, o, ok, err)
+		}
+	}
+	if o, _, _ := c.Fetch("g0", "t", 0); o.Offset != 7 {
+		t.Errorf("g0 after restart: %d, want 7 (its later commit)", o.Offset)
+	}
+	if o, _, _ := c.Fetch("fenced", "t", 0); o.Offset != 1 {
+		t.Errorf("fenced group after restart: %d, want 1 (the stale commit wrote nothing)", o.Offset)
+	}
+	if info, _, _ := c.Group("g0"); info.Version != results[42].Version {
+		t.Errorf("g0's version %d, want the one its commit returned, %d", info.Version, results[42].Version)
+	}
+}
+
+// A CommitMany whose ctx has ended answers every commit with its error.
+func TestCommitManyCancelled(t *testing.T) {
+	c := mustOpen(t, t.TempDir(), testOptions())
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	results := c.CommitMany(ctx, []GroupCommit{{Group: "g", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 1}}}})
+	if !errors.Is(results[0].Err, context.Canceled) {
+		t.Fatalf("got %+v, want context.Canceled", results[0])
+	}
+}
