@@ -80,6 +80,16 @@ func TestBadInput(t *testing.T) {
 		{name: "lone surrogate in a mapping", method: "PUT", path: "/v1/static-topics/T", body: `{"version":"1","topic":"T","scope":"c1","totalQueues":1,"epoch":1,"bname":"__logic__c1","queues":{"0":[{"gen":0,"queueId":0,"bname":"b\ud800","logicOffset":0,"startOffset":0,"endOffset":-1,"timeOfStart":1,"timeOfEnd":-1}]}}`, status: 400, code: "invalid_argument"},
 		{name: "metadata over limit", method: "POST", path: commit, body: `{"offsets":[{"topic":"t","partition":0,"offset":1,"metadata":"` + strings.Repeat("m", 4097) + `"}]}`, status: 400, code: "invalid_argument"},
 		{name: "unknown query parameter on commit", method: "POST", path: commit + "?sync=no", body: `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`, status: 400, code: "invalid_argument"},
+		// Batches of commits: a body that does not decode is refused
+		// whole; a commit the coordinator refuses fails alone (TestCommitMany).
+		{name: "batch not JSON", method: "POST", path: "/v1/commits", body: `{"commits":[`, status: 400, code: "malformed_json"},
+		{name: "batch without commits", method: "POST", path: "/v1/commits", body: `{}`, status: 400, code: "missing_field"},
+		{name: "batch commit without group", method: "POST", path: "/v1/commits", body: `{"commits":[{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}]},{"offsets":[{"topic":"t","partition":0,"offset":1}]}]}`, status: 400, code: "missing_field"},
+		{name: "batch commit without offsets", method: "POST", path: "/v1/commits", body: `{"commits":[{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}]},{"group":"b"}]}`, status: 400, code: "missing_field"},
+		{name: "batch commit with a bad offset", method: "POST", path: "/v1/commits", body: `{"commits":[{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}]},{"group":"b","offsets":[{"topic":"t","partition":0,"offset":"1"}]}]}`, status: 400, code: "wrong_type"},
+		{name: "batch with an unknown field", method: "POST", path: "/v1/commits", body: `{"commits":[{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}],"sync":false}]}`, status: 400, code: "unknown_field"},
+		{name: "batch too large", method: "POST", path: "/v1/commits", body: `{"commits":[` + strings.Repeat(`{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}]},`, server.MaxCommitsPerRequest) + `{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}]}]}`, status: 400, code: "invalid_argument"},
+		{name: "GET commits", method: "GET", path: "/v1/commits", status: 405, code: "method_not_allowed", wantAllow: "POST"},
 		// Bodies over the limit.
 		{name: "body over 1 MiB", method: "POST", path: commit, body: `{"offsets":[{"topic":"t","partition":0,"offset":1,"metadata":"` + strings.Repeat("m", 1<<20) + `"}]}`, status: 413, code: "body_too_large"},
 		// Wrong methods and routes.

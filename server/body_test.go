@@ -134,3 +134,33 @@ func TestHotPathAllocations(t *testing.T) {
 		t.Errorf("encoding a group of 128 offsets allocated %.0f times, want 1", n)
 	}
 }
+
+// FuzzDecodeCommits: what the fast path accepts of a batch of commits, the
+// strict decoder accepts with the same result.
+func FuzzDecodeCommits(f *testing.F) {
+	for _, seed := range []string{
+		`{"commits":[{"group":"g","generation":-1,"offsets":[{"topic":"t","partition":0,"offset":42,"leaderEpoch":-1,"metadata":""}]}]}`,
+		`{"commits":[{"group":"a","offsets":[{"topic":"t","partition":0,"offset":1}]},{"group":"b","generation":3,"offsets":[]}]}`,
+		`{"commits":[]}`, `{"commits":null}`, `{}`, `{"commits":[{"offsets":[]}]}`, `{"commits":[{"group":"g"}]}`,
+		`{"commits":[{"group":"g","group":"h","offsets":[]}]}`, `{"commits":[],"commits":[]}`, `{"commits":[{"group":"\ud800","offsets":[]}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		commits, ok := decodeCommits(body)
+		if !ok {
+			return
+		}
+		var req commitsRequest
+		if e := decodeJSON(body, &req); e != nil {
+			t.Fatalf("fast path accepted %q, the strict decoder refused it: %v", body, e)
+		}
+		want, e := req.commits()
+		if e != nil {
+			t.Fatalf("fast path accepted %q, the strict decoder refused it: %v", body, e)
+		}
+		if !reflect.DeepEqual(commits, want) {
+			t.Fatalf("%q: fast path read %+v, the strict decoder %+v", body, commits, want)
+		}
+	})
+}

@@ -101,19 +101,30 @@ func (s *Server) after(next http.HandlerFunc, barrier func(r *http.Request) erro
 // partition: 421 with the leader's address, or 503 when no leader is
 // known. It reports false for other errors.
 func (s *Server) notLeader(w http.ResponseWriter, err error) bool {
-	var nle *coordinator.NotLeaderError
-	if !errors.As(err, &nle) {
+	e, addr, ok := s.leaderError(err)
+	if !ok {
 		return false
 	}
-	addr := ""
+	if addr != "" {
+		w.Header().Set(LeaderHeader, addr)
+	}
+	writeError(w, e)
+	return true
+}
+
+// leaderError is the answer to a write err says this node does not lead
+// the partition of: 421 with the leader's address, or 503 when it knows no
+// leader. ok is false for other errors.
+func (s *Server) leaderError(err error) (e *apiError, addr string, ok bool) {
+	var nle *coordinator.NotLeaderError
+	if !errors.As(err, &nle) {
+		return nil, "", false
+	}
 	if nle.Leader != 0 && s.opts.Cluster != nil {
 		addr, _ = s.opts.Cluster.Address(nle.Leader)
 	}
 	if addr == "" {
-		writeError(w, errorf(http.StatusServiceUnavailable, codeNoLeader, "partition %d has no leader this node knows of; retry", nle.Partition))
-		return true
+		return errorf(http.StatusServiceUnavailable, codeNoLeader, "partition %d has no leader this node knows of; retry", nle.Partition), "", true
 	}
-	w.Header().Set(LeaderHeader, addr)
-	writeError(w, errorf(http.StatusMisdirectedRequest, codeNotLeader, "partition %d is led by node %d at %s", nle.Partition, nle.Leader, addr))
-	return true
+	return errorf(http.StatusMisdirectedRequest, codeNotLeader, "partition %d is led by node %d at %s", nle.Partition, nle.Leader, addr), addr, true
 }

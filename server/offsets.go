@@ -121,39 +121,61 @@ func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) {
 // the same result (FuzzDecodeCommit). Offsets of one topic share its name.
 func decodeCommit(body []byte) (generation int32, offsets []coordinator.OffsetCommit, ok bool) {
 	d := wire.NewDecoder(body)
-	generation = coordinator.NoGeneration
+	gc, ok := decodeGroupCommit(&d, false, 1+bytes.Count(body, []byte(`"topic"`)))
+	if !ok || !d.End() {
+		return 0, nil, false
+	}
+	return gc.Generation, gc.Offsets, true
+}
+
+// decodeGroupCommit reads one commit object on the fast path: a commit's
+// body, or with withGroup one commit of a batch, which names its group.
+// hint is the capacity the offsets start with.
+func decodeGroupCommit(d *wire.Decoder, withGroup bool, hint int) (gc coordinator.GroupCommit, ok bool) {
+	const (
+		generation uint8 = 1 << iota
+		offsets
+		group
+	)
+	gc.Generation = coordinator.NoGeneration
 	var seen, field uint8
 	d.Open('{')
 	for n := 0; d.Next('}', n); n++ {
 		switch string(d.Key()) {
 		case "generation":
-			field = 1
-			generation = d.Int32()
+			field = generation
+			gc.Generation = d.Int32()
+		case "group":
+			if !withGroup {
+				return gc, false
+			}
+			field = group
+			gc.Group = string(d.String())
 		case "offsets":
-			field = 2
-			offsets = make([]coordinator.OffsetCommit, 0, 1+bytes.Count(body, []byte(`"topic"`)))
+			field = offsets
+			gc.Offsets = make([]coordinator.OffsetCommit, 0, hint)
 			d.Open('[')
 			var prev coordinator.OffsetCommit
 			for i := 0; d.Next(']', i); i++ {
-				o, ok := decodeCommitOffset(&d, prev)
+				o, ok := decodeCommitOffset(d, prev)
 				if !ok {
-					return 0, nil, false
+					return gc, false
 				}
-				offsets = append(offsets, o)
+				gc.Offsets = append(gc.Offsets, o)
 				prev = o
 			}
 		default:
-			return 0, nil, false
+			return gc, false
 		}
 		if seen&field != 0 {
-			return 0, nil, false // a key given twice
+			return gc, false // a key given twice
 		}
 		seen |= field
 	}
-	if !d.End() || offsets == nil {
-		return 0, nil, false
+	if !d.OK() || gc.Offsets == nil || withGroup && seen&group == 0 {
+		return gc, false
 	}
-	return generation, offsets, true
+	return gc, true
 }
 
 // decodeCommitOffset reads one offset of a commit's body on the fast path;

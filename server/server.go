@@ -225,6 +225,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/groups", methods: map[string]http.HandlerFunc{
 			"GET": s.listGroups,
 		}},
+		{path: "/v1/commits", methods: map[string]http.HandlerFunc{
+			"POST": s.commitMany,
+		}},
 		{path: "/v1/groups/{group}", methods: map[string]http.HandlerFunc{
 			"DELETE": s.deleteGroup,
 		}},

@@ -105,6 +105,18 @@ func AppendCommitStart(dst []byte, generation int32) []byte {
 	return append(dst, `,"offsets":[`...)
 }
 
+// AppendGroupCommitStart appends the start of one commit in the body of a
+// batch of commits, up to its first offset:
+// {"group":"g","generation":g,"offsets":[. Its offsets and its end are
+// those of a commit's body.
+func AppendGroupCommitStart(dst []byte, group string, generation int32) []byte {
+	dst = append(dst, `{"group":`...)
+	dst = AppendString(dst, group)
+	dst = append(dst, `,"generation":`...)
+	dst = strconv.AppendInt(dst, int64(generation), 10)
+	return append(dst, `,"offsets":[`...)
+}
+
 // AppendCommitOffset appends one offset of a commit's body; an empty
 // metadata is left out.
 func AppendCommitOffset(dst []byte, first bool, topic string, partition int32, offset int64, leaderEpoch int32, metadata string) []byte {
