@@ -39,6 +39,16 @@ type Options struct {
 	// MaxRetryWait bounds one wait between retries, whatever Retry-After
 	// says. Zero means 5s.
 	MaxRetryWait time.Duration
+	// MaxCommitRequests bounds the requests carrying commits that the
+	// Client has in flight at once. A Commit made while fewer are in
+	// flight is sent at once; one made while all are waits, and goes
+	// with every other that waited as one POST /v1/commits when one comes
+	// back. Each commit stays its own atomic write with its own answer;
+	// under load, many share a request's round trip. Zero means
+	// DefaultMaxCommitRequests; a negative value sends every commit in
+	// its own request, as servers before /v1/commits need (the Client
+	// also falls back by itself when the server does not know the path).
+	MaxCommitRequests int
 }
 
 // DefaultMaxIdleConns is the idle connections a Client's own transport
@@ -54,6 +64,7 @@ type Client struct {
 	token   string
 	retries int
 	maxWait time.Duration
+	batch   *batcher // nil when every commit goes alone
 }
 
 // New returns a client of the server at baseURL: "http://host:port",
@@ -88,6 +99,12 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if c.maxWait <= 0 {
 		c.maxWait = 5 * time.Second
 	}
+	switch {
+	case opts.MaxCommitRequests == 0:
+		c.batch = &batcher{max: DefaultMaxCommitRequests}
+	case opts.MaxCommitRequests > 0:
+		c.batch = &batcher{max: opts.MaxCommitRequests}
+	}
 	return c, nil
 }
 
@@ -118,6 +135,9 @@ type call struct {
 	// encoded, if not nil, is the body already encoded (instead of body).
 	encoded []byte
 	ifNone  string // If-None-Match, for polls
+	// host, if not empty, is the host:port to send to first instead of
+	// the base URL's: the leader a cluster node named.
+	host string
 }
 
 // reply is a response read whole. Its body may sit in a pooled buffer:
@@ -151,6 +171,10 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 	}
 	target := c.target(req)
 	first, redirects := target, 0
+	if req.host != "" {
+		target = withHost(target, req.host)
+		redirects = 1 // as if followed: out of reach, ask the first node
+	}
 	for attempt := 0; ; attempt++ {
 		rep, err := c.send(ctx, req, target, body)
 		var retry error

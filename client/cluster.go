@@ -23,12 +23,17 @@ func leaderTarget(r reply, target string) (string, bool) {
 	if r.status != http.StatusMisdirectedRequest || leader == "" {
 		return "", false
 	}
+	return withHost(target, leader), true
+}
+
+// withHost returns target with host:port host.
+func withHost(target, host string) string {
 	u, err := url.Parse(target)
 	if err != nil {
-		return "", false
+		return target
 	}
-	u.Host = leader
-	return u.String(), true
+	u.Host = host
+	return u.String()
 }
 
 // CoordinatorInfo says where a group (or a static topic) lives in a

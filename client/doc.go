@@ -9,7 +9,10 @@
 //
 // One Client serves every goroutine of a process: its transport keeps
 // Options.MaxIdleConns (default 64) idle connections to the server, so
-// that as many concurrent callers never wait for a dial.
+// that as many concurrent callers never wait for a dial, and the commits
+// of concurrent callers share requests (POST /v1/commits, at most
+// Options.MaxCommitRequests in flight), each still its own atomic write
+// with its own answer.
 //
 //	c, err := client.New("http://127.0.0.1:7070", client.Options{})
 //	if err != nil { ... }

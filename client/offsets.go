@@ -69,6 +69,9 @@ type groupOffsetsJSON struct {
 // generation, or -1 for none; a generation below one the group has seen
 // fails with ErrStaleGeneration.
 func (c *Client) Commit(ctx context.Context, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
+	if !utf8.ValidString(group) {
+		return 0, fmt.Errorf("%w: %q in the request is not valid UTF-8", ErrInvalid, group)
+	}
 	for _, o := range offsets {
 		for _, s := range []string{o.Topic, o.Metadata} {
 			if !utf8.ValidString(s) {
@@ -76,6 +79,21 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 			}
 		}
 	}
+	leader := ""
+	if b := c.batch; b != nil && !b.off.Load() {
+		o, err := b.commit(ctx, c, appendBatchCommit(nil, group, generation, offsets))
+		if !o.alone {
+			return o.version, err
+		}
+		leader = o.leader
+	}
+	return c.commitAlone(ctx, leader, group, generation, offsets)
+}
+
+// commitAlone sends one commit in its own request,
+// POST /v1/groups/{group}/offsets, to leader (host:port) if it is not
+// empty.
+func (c *Client) commitAlone(ctx context.Context, leader, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
 	// Encoded in a pooled buffer, sent from a copy of the exact size (see
 	// send).
 	buf := bytebufferpool.Get()
@@ -85,7 +103,7 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 	}
 	body := bytes.Clone(wire.AppendCommitEnd(buf.B))
 	bytebufferpool.Put(buf)
-	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, encoded: body})
+	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, encoded: body, host: leader})
 	if err != nil {
 		return 0, err
 	}
