@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // CommitMany answers each commit alone: a bad or fenced commit fails and
@@ -75,5 +77,59 @@ func TestCommitManyCancelled(t *testing.T) {
 	results := c.CommitMany(ctx, []GroupCommit{{Group: "g", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 1}}}})
 	if !errors.Is(results[0].Err, context.Canceled) {
 		t.Fatalf("got %+v, want context.Canceled", results[0])
+	}
+}
+
+// gateObserver holds the journal, once armed, after it has written a batch
+// and before it answers it, until release is closed.
+type gateObserver struct {
+	armed   atomic.Bool
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (g *gateObserver) ObserveAppend(int, int, int, time.Duration, error) {}
+func (g *gateObserver) ObserveLoad(int, int, time.Duration)               {}
+func (g *gateObserver) ObserveJournalBatch(int, int, int, int, time.Duration, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.held)
+		<-g.release
+	}
+}
+
+// A commit whose caller gives up while its batch syncs is applied all the
+// same, even when no other write follows to carry it.
+func TestCommitGivenUpIsApplied(t *testing.T) {
+	g := &gateObserver{held: make(chan struct{}), release: make(chan struct{})}
+	opts := testOptions()
+	opts.Observer = g
+	c := mustOpen(t, t.TempDir(), opts)
+	defer c.Close()
+	_, changed, stop, err := c.WatchGroup("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// The partition's writer is up, and idle once the snapshot is answered.
+	if err := c.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g.armed.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Offset: 9}}) }()
+	<-g.held // written, not yet answered
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("commit given up: %v, want context.Canceled", err)
+	}
+	close(g.release)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the durable commit was not applied")
+	}
+	if o, ok, _ := c.Fetch("g", "t", 0); !ok || o.Offset != 9 {
+		t.Fatalf("Fetch = %+v %v, want offset 9", o, ok)
 	}
 }

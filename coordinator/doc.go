@@ -3,12 +3,15 @@
 //
 // Every group hashes to one of N internal partitions (N is fixed when the data
 // directory is created). Each partition has its own tables, snapshots and
-// writer goroutine, which validates every request waiting for it and hands
-// their records, as one batch, to the journal that all partitions share
-// (log.Committer): one fsync makes the waiting batches of every partition
-// durable (group commit across partitions). While a batch syncs, the
-// writer forms the next; as each batch is durable, in order, the writer
-// applies it to the in-memory tables, and only then acknowledges it. Reads are
+// write lock. A commit is validated and encoded under that lock on its
+// caller's goroutine and added to the partition's batch waiting in the
+// journal that all partitions share (log.Committer); every other request
+// goes through the partition's writer goroutine, which does the same for
+// all that wait. One fsync makes the waiting batches of every partition
+// durable (group commit across partitions); while a batch syncs, the next
+// forms. As each batch is durable, in order, it is applied to the
+// in-memory tables under the lock, by whichever of its callers or the
+// writer comes first, and only then acknowledged. Reads are
 // served from the tables and never touch the disk. On Open, every
 // partition loads its newest snapshot, then the journal is read once and
 // each record goes to its partition; partitions apply in parallel.

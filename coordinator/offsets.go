@@ -74,7 +74,12 @@ func (c *Coordinator) CommitGeneration(ctx context.Context, group string, genera
 	if err != nil {
 		return 0, err
 	}
-	res, err := c.submit(ctx, c.groupPartition(group), r)
+	p := c.groupPartition(group)
+	if p.ready() != nil || p.rep != nil {
+		res, err := c.submit(ctx, p, r)
+		return res.index, err
+	}
+	res, err := c.commitDirect(ctx, p, r, c.stop)
 	return res.index, err
 }
 

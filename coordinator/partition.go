@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,8 +31,9 @@ const (
 )
 
 // partition is one internal partition: its tables, its snapshots, and the
-// writer goroutine that alone commits its records to the journal and
-// changes its tables.
+// lock under which its records are built, handed to the journal and
+// applied to its tables, by its writer goroutine or, for commits, by their
+// callers (commitDirect).
 type partition struct {
 	id       int
 	logger   *slog.Logger
@@ -55,9 +57,23 @@ type partition struct {
 	committer *log.Committer
 	snaps     *log.Snapshots // the partition's snapshot files
 
-	// Writer-goroutine state. The batch being built (pending, in buf), then
-	// the batches handed to the committer and not yet applied, oldest
-	// first: the next batch forms while earlier ones sync.
+	// mu guards the write state below. The writer goroutine holds it while
+	// it handles requests, applies batches or starts and finishes
+	// snapshots; callers that commit directly (commitDirect) hold it while
+	// they build their record and hand it to the committer, and while
+	// they apply the batches that are durable.
+	mu sync.Mutex
+	// stopped is set, under mu, once the writer has stopped: direct
+	// callers then start no snapshot.
+	stopped bool
+	// gaveUp tells the writer that a direct caller gave up before its
+	// batch was applied, so that the writer applies it; holds at most one.
+	gaveUp chan struct{}
+
+	// Write state, guarded by mu. The batch being built (pending, in buf),
+	// then the batches handed to the committer and not yet applied, oldest
+	// first: the next batch forms while earlier ones sync. pending is
+	// empty whenever mu is free.
 	pending  []pendingEntry
 	buf      *bytebufferpool.ByteBuffer
 	inflight []*batch
@@ -78,7 +94,7 @@ type partition struct {
 	// the partition to change.
 	watchers watchers
 
-	// Snapshot state, owned by the loader, then by the writer goroutine.
+	// Snapshot state, owned by the loader, then guarded by mu.
 	snapshotBytes int64 // the least journal bytes between two snapshots
 	snapInterval  time.Duration
 	lastSnapAt    time.Time // when the newest snapshot was started
@@ -118,10 +134,10 @@ type request struct {
 	// build validates the request against the partition's state and appends
 	// the record's payload to dst; out is what the caller gets back in the
 	// request's result (with its error, too). An error fails the request,
-	// writing nothing. build runs on the writer goroutine after the caller
-	// may have given up (its ctx ended), so it must only read what the
-	// request owns (inputs are copied when the request is made) and must
-	// write nothing but its return values.
+	// writing nothing. build runs under the partition's lock, on the writer
+	// goroutine after the caller may have given up (its ctx ended), so it
+	// must only read what the request owns (inputs are copied when the
+	// request is made) and must write nothing but its return values.
 	build func(p *partition, dst []byte) (b []byte, out any, err error)
 	// control, if set, replaces build: it runs on the writer goroutine after
 	// the pending batch is flushed, and writes nothing.
@@ -165,6 +181,7 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 	return &partition{
 		snaps:     snaps,
 		snapAsked: make(chan struct{}, 1),
+		gaveUp:    make(chan struct{}, 1),
 		id:        id,
 		logger:    opts.Logger,
 		observer:  opts.Observer,
@@ -174,6 +191,7 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 		switches:  cache.NewSwitches(),
 		switched:  switched,
 		batchGen:  make(map[string]int32),
+		buf:       bytebufferpool.Get(),
 
 		snapshotBytes: snapshotFloor(opts),
 		snapInterval:  opts.SnapshotInterval,
@@ -197,13 +215,21 @@ func (p *partition) ready() error {
 // batch and hands it to the committer, which makes it durable with other
 // partitions' batches in one journal append and fsync; without waiting for
 // that, it goes on forming the next batch. As each batch is durable, in
-// order, it applies it to the tables and answers its requests. Between
-// batches it starts snapshots and finishes them. It returns when reqs is
-// closed and drained, and every batch applied.
+// order, it applies it to the tables and answers its requests (unless a
+// caller that committed directly did so first). Between batches it starts
+// snapshots and finishes them. It returns when reqs is closed and drained,
+// and every batch applied.
 func (p *partition) run(stop <-chan struct{}) {
-	p.buf = bytebufferpool.Get()
-	defer func() { bytebufferpool.Put(p.buf) }()
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.stopped = true
+		p.stopSnapshot()
+		bytebufferpool.Put(p.buf)
+		p.buf = nil
+	}()
 	for {
+		p.mu.Lock()
 		reqs := p.reqs
 		if len(p.inflight) >= maxInflight {
 			reqs = nil
@@ -212,13 +238,16 @@ func (p *partition) run(stop <-chan struct{}) {
 		if len(p.inflight) > 0 {
 			durable = p.inflight[0].ticket.Done()
 		}
+		p.mu.Unlock()
 		select {
 		case r, ok := <-reqs:
 			if !ok {
+				p.mu.Lock()
 				p.settle()
-				p.stopSnapshot()
+				p.mu.Unlock()
 				return
 			}
+			p.mu.Lock()
 			p.add(r)
 			open := true
 		drain:
@@ -237,18 +266,114 @@ func (p *partition) run(stop <-chan struct{}) {
 			p.submit()
 			if !open {
 				p.settle()
-				p.stopSnapshot()
+				p.mu.Unlock()
 				return
 			}
 			p.maybeSnapshot(stop)
+			p.mu.Unlock()
 		case <-durable:
-			p.finish()
+			p.mu.Lock()
+			p.applyDurable()
 			p.maybeSnapshot(stop)
+			p.mu.Unlock()
+		case <-p.gaveUp:
+			// A direct caller gave up before its batch was applied: wait
+			// for that batch (and any before it), then apply.
+			p.mu.Lock()
+			for len(p.inflight) > 0 {
+				p.finish()
+			}
+			p.maybeSnapshot(stop)
+			p.mu.Unlock()
 		case res := <-p.snapDone:
+			p.mu.Lock()
 			p.finishSnapshot(res, stop)
+			p.mu.Unlock()
 		case <-p.snapAsked:
+			p.mu.Lock()
 			p.snapPinning = true
 			p.maybeSnapshot(stop)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// commitDirect commits r, a commit, on the caller's goroutine, without
+// the writer: under mu it builds r's record and hands it to the
+// committer, adding it to the partition's queued batch when there is one;
+// once that batch is durable it applies every durable batch in order (if
+// no one did yet) and returns r's result. So a commit wakes no other
+// goroutine on its way, as a bare group commit does, and keeps the
+// writer's semantics: records are built and applied in one order, under
+// one lock, with the generations in flight.
+func (c *Coordinator) commitDirect(ctx context.Context, p *partition, r *request, stop <-chan struct{}) (result, error) {
+	if err := p.ready(); err != nil {
+		return result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	r.ctx = ctx
+	r.done = make(chan result, 1)
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return result{}, ErrClosed
+	}
+	p.mu.Lock()
+	c.mu.RUnlock() // Close waits for the writer, which needs mu to settle
+	p.add(r)
+	var durable <-chan struct{}
+	if len(p.pending) > 0 {
+		p.submit()
+		if n := len(p.inflight); n > 0 && p.inflight[n-1].holds(r) {
+			durable = p.inflight[n-1].ticket.Done()
+		}
+	}
+	p.mu.Unlock()
+	if durable == nil { // refused, or failed at once
+		res := <-r.done
+		return res, res.err
+	}
+	select {
+	case <-durable:
+	case <-ctx.Done():
+		// The writer applies it, even if no other write comes.
+		select {
+		case p.gaveUp <- struct{}{}:
+		default:
+		}
+		return result{}, ctx.Err()
+	}
+	select {
+	case res := <-r.done:
+		return res, res.err
+	default:
+	}
+	p.mu.Lock()
+	p.applyDurable()
+	if !p.stopped {
+		p.maybeSnapshot(stop)
+	}
+	p.mu.Unlock()
+	res := <-r.done
+	return res, res.err
+}
+
+// holds reports whether r is the last request of b.
+func (b *batch) holds(r *request) bool {
+	return len(b.reqs) > 0 && b.reqs[len(b.reqs)-1].req == r
+}
+
+// applyDurable applies the batches in flight that are durable, oldest
+// first, and stops at the first that is not.
+func (p *partition) applyDurable() {
+	for len(p.inflight) > 0 {
+		select {
+		case <-p.inflight[0].ticket.Done():
+			p.finish()
+		default:
+			return
 		}
 	}
 }

@@ -76,11 +76,14 @@ func TestCancelWhileBuilding(t *testing.T) {
 			},
 		},
 		{
+			// A commit alone is built on its caller's goroutine, which
+			// cannot give up while it builds; commits of CommitMany are
+			// built by the writer.
 			name: "commit",
 			call: func(ctx context.Context, c *Coordinator) (func(), error) {
 				offsets := []OffsetCommit{{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: -1}}
-				_, err := c.CommitGeneration(ctx, "g", NoGeneration, offsets)
-				return func() { offsets[0].Topic, offsets[0].Offset = "u", 6 }, err
+				res := c.CommitMany(ctx, []GroupCommit{{Group: "g", Generation: NoGeneration, Offsets: offsets}})
+				return func() { offsets[0].Topic, offsets[0].Offset = "u", 6 }, res[0].Err
 			},
 			check: func(t *testing.T, c *Coordinator) {
 				got, _ := c.FetchGroup("g")

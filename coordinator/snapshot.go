@@ -150,7 +150,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 }
 
 // writeSnapshot writes the tables as of index (at least) to a snapshot file.
-// It runs beside the writer goroutine and takes only short read locks.
+// It runs beside the partition's writes and takes only short read locks.
 func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, error) {
 	w, err := p.snaps.Create(index)
 	if err != nil {
@@ -212,7 +212,7 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 	return w.Commit()
 }
 
-// finishSnapshot runs on the writer goroutine once a snapshot is written.
+// finishSnapshot runs under the partition's lock once a snapshot is written.
 func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 	p.snapshotting = false
 	defer p.maybeSnapshot(stop) // one asked for while this one ran
