@@ -75,7 +75,29 @@ func (c *Coordinator) CommitGeneration(ctx context.Context, group string, genera
 	}
 	// The writer reads the offsets after a caller that gave up may have
 	// reused its slice.
-	offsets = slices.Clone(offsets)
+	return c.commitGeneration(ctx, group, generation, slices.Clone(offsets))
+}
+
+// StoreGeneration durably raises the group's generation without committing
+// an offset. A group coordinator stores a generation before the members
+// learn it, as Kafka stores a group before answering its members, so that
+// after a restart or a change of leader it never hands the same generation
+// to another membership. Like CommitGeneration, it fails with
+// ErrStaleGeneration when a higher generation is stored. A generation alone
+// keeps no group alive: for a group without offsets nothing is kept.
+func (c *Coordinator) StoreGeneration(ctx context.Context, group string, generation int32) error {
+	if err := validName("group", group); err != nil {
+		return err
+	}
+	if generation < 0 {
+		return fmt.Errorf("%w: generation %d", ErrInvalid, generation)
+	}
+	_, err := c.commitGeneration(ctx, group, generation, nil)
+	return err
+}
+
+// commitGeneration writes a checked commit; offsets belong to the writer.
+func (c *Coordinator) commitGeneration(ctx context.Context, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
 	res, err := c.submit(ctx, c.groupPartition(group), &request{
 		typ: recCommit,
 		build: func(p *partition, dst []byte) ([]byte, any, error) {
