@@ -96,6 +96,10 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 		observe(h.opts.Observer, req.Key(), resp, time.Since(start))
 		return resp, nil
 	}
+	if resp := h.routed(req); resp != nil {
+		observe(h.opts.Observer, req.Key(), resp, time.Since(start))
+		return resp, nil
+	}
 	var resp kmsg.Response
 	var err error
 	switch r := req.(type) {
@@ -104,7 +108,7 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 	case *kmsg.OffsetCommitRequest:
 		resp = h.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
-		resp = h.offsetFetch(r)
+		resp = h.offsetFetch(ctx, r)
 	case *kmsg.OffsetDeleteRequest:
 		resp = h.offsetDelete(ctx, r)
 	case *kmsg.ListGroupsRequest:

@@ -1,0 +1,338 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offsetd/offsetd/cluster"
+	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/internal/offsetcheck"
+	"github.com/offsetd/offsetd/partitioner"
+)
+
+// kafkaCluster is a cluster of nodes in this process, over a cluster
+// Network, each serving Kafka clients on a loopback listener.
+type kafkaCluster struct {
+	t       *testing.T
+	nw      *cluster.Network
+	brokers []Broker
+
+	mu    sync.Mutex
+	nodes map[int32]*kafkaNode // guarded by mu: the running ones
+}
+
+type kafkaNode struct {
+	node    *cluster.Node
+	handler *Handler
+	server  *Server
+	served  chan error
+}
+
+func newKafkaCluster(t *testing.T, size int) *kafkaCluster {
+	t.Helper()
+	kc := &kafkaCluster{t: t, nw: cluster.NewNetwork(1), nodes: map[int32]*kafkaNode{}}
+	var peers []uint64
+	var lns []net.Listener
+	for id := range int32(size) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().(*net.TCPAddr)
+		kc.brokers = append(kc.brokers, Broker{NodeID: id + 1, Host: addr.IP.String(), Port: int32(addr.Port)})
+		peers = append(peers, uint64(id+1))
+		lns = append(lns, ln)
+	}
+	dir := t.TempDir()
+	for i, b := range kc.brokers {
+		copts := coordinator.Options{Partitions: 4, Logger: quiet}
+		n, err := cluster.Open(filepath.Join(dir, strconv.Itoa(int(b.NodeID))), copts,
+			cluster.Options{ID: uint64(b.NodeID), Peers: peers, Transport: kc.nw.Transport(uint64(b.NodeID)), TickInterval: 5 * time.Millisecond, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc.nw.Attach(uint64(b.NodeID), n.Receive)
+		opts := testHandlerOptions()
+		opts.Broker, opts.Brokers = b, kc.brokers
+		h, err := NewHandler(n.Coordinator(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewServer(h, ServerOptions{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kn := &kafkaNode{node: n, handler: h, server: s, served: make(chan error, 1)}
+		go func() { kn.served <- s.Serve(lns[i]) }()
+		kc.nodes[b.NodeID] = kn
+	}
+	t.Cleanup(func() {
+		for _, b := range kc.brokers {
+			kc.stop(b.NodeID)
+		}
+		kc.nw.Close()
+	})
+	return kc
+}
+
+// stop closes node id's listener, then the node, which hands the lead of
+// its partitions to the others.
+func (kc *kafkaCluster) stop(id int32) {
+	kc.mu.Lock()
+	kn := kc.nodes[id]
+	delete(kc.nodes, id)
+	kc.mu.Unlock()
+	if kn == nil {
+		return
+	}
+	kn.handler.Close()
+	kn.server.Close()
+	if err := <-kn.served; err != nil {
+		kc.t.Errorf("node %d: Serve: %v", id, err)
+	}
+	if err := kn.node.Close(); err != nil && !errors.Is(err, coordinator.ErrClosed) {
+		kc.t.Errorf("node %d: Close: %v", id, err)
+	}
+	kc.nw.Detach(uint64(id))
+}
+
+// awaitLeader waits until every running node knows the same leader of
+// group's partition, one that want accepts, and returns it.
+func (kc *kafkaCluster) awaitLeader(ctx context.Context, group string, want func(int32) bool) (int32, error) {
+	for {
+		kc.mu.Lock()
+		var nodes []*cluster.Node
+		for _, kn := range kc.nodes {
+			nodes = append(nodes, kn.node)
+		}
+		kc.mu.Unlock()
+		part, err := partitioner.New(nodes[0].Coordinator().Partitions())
+		if err != nil {
+			return 0, err
+		}
+		p := part.Group(group)
+		agreed := int32(-1)
+		for _, n := range nodes {
+			for l := n.Leader(p); l == 0 || !want(int32(l)); l = n.Leader(p) {
+				if _, err := n.AwaitLeader(ctx, p, l); err != nil {
+					return 0, err
+				}
+			}
+			if l := int32(n.Leader(p)); agreed == -1 || agreed == l {
+				agreed = l
+			} else {
+				agreed = 0
+			}
+		}
+		if agreed > 0 && want(agreed) {
+			return agreed, nil
+		}
+	}
+}
+
+// preferred is the node that leads group's partition whenever it is up:
+// the partitions are dealt out over the nodes.
+func (kc *kafkaCluster) preferred(group string) int32 {
+	part, err := partitioner.New(4)
+	if err != nil {
+		kc.t.Fatal(err)
+	}
+	return kc.brokers[part.Group(group)%len(kc.brokers)].NodeID
+}
+
+func (kc *kafkaCluster) addrs() []string {
+	var out []string
+	for _, b := range kc.brokers {
+		out = append(out, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	return out
+}
+
+// clusterMember is a classic group member driven request by request
+// through a kgo client, which sends each request to the group's
+// coordinator and finds it again when told NOT_COORDINATOR.
+type clusterMember struct {
+	t          *testing.T
+	cl         *kgo.Client
+	group      string
+	id         string
+	generation int32
+}
+
+// join joins (again) as a new member and syncs.
+func (m *clusterMember) join(ctx context.Context) {
+	m.t.Helper()
+	m.id = ""
+	for {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID = m.group, m.id
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 30000
+		req.ProtocolType = "consumer"
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("meta")}}
+		resp, err := req.RequestWith(ctx, m.cl)
+		if err != nil {
+			m.t.Fatalf("join: %v", err)
+		}
+		if resp.ErrorCode == kerr.MemberIDRequired.Code {
+			m.id = resp.MemberID
+			continue
+		}
+		if resp.ErrorCode != 0 {
+			m.t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		m.id, m.generation = resp.MemberID, resp.Generation
+		break
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = m.group, m.id, m.generation
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: m.id, MemberAssignment: []byte("all")}}
+	resp, err := sync.RequestWith(ctx, m.cl)
+	if err != nil || resp.ErrorCode != 0 {
+		m.t.Fatalf("sync: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+// commit commits offset at the member's generation and returns the code.
+func (m *clusterMember) commit(ctx context.Context, offset int64) (int16, error) {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = m.group, m.id, m.generation
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+	resp, err := req.RequestWith(ctx, m.cl)
+	if err != nil {
+		return 0, err
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode, nil
+}
+
+// fetch reads the group's offset (-1 for none) from its coordinator.
+func (m *clusterMember) fetch(ctx context.Context) (int64, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = m.group
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	resp, err := req.RequestWith(ctx, m.cl)
+	if err != nil {
+		return 0, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, err
+	}
+	return resp.Topics[0].Partitions[0].Offset, nil
+}
+
+// A consumer group on a 3-node cluster: its member commits through the
+// node that leads the group's partition; that node stops, handing its lead
+// off; the client finds the new coordinator, the member rejoins at a higher
+// generation and commits go on. No acknowledged commit is lost and the
+// history of commits and fetches is linearizable.
+func TestGroupOnCluster(t *testing.T) {
+	const group = "workers"
+	ctx := testContext(t)
+	kc := newKafkaCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.addrs()...), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	// Metadata lists every node.
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Brokers) != 3 {
+		t.Fatalf("Metadata lists %d brokers, want 3: %+v", len(meta.Brokers), meta.Brokers)
+	}
+	// The lead settles on the partition's preferred node.
+	leader, err := kc.awaitLeader(ctx, group, func(id int32) bool { return id == kc.preferred(group) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// FindCoordinator, asked of any node, names the leader.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey, fc.CoordinatorKeys = group, []string{group}
+	for _, b := range kc.brokers {
+		resp, err := fc.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Coordinators) == 1 { // v4 and later
+			resp.NodeID, resp.ErrorCode = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+		}
+		if resp.ErrorCode != 0 || resp.NodeID != leader {
+			t.Errorf("FindCoordinator asked of node %d: node %d, code %v; want node %d", b.NodeID, resp.NodeID, kerr.ErrorForCode(resp.ErrorCode), leader)
+		}
+	}
+
+	m := &clusterMember{t: t, cl: cl, group: group}
+	m.join(ctx)
+	// A group's request sent to another node is answered NOT_COORDINATOR.
+	other := kc.brokers[leader%3].NodeID // the next node
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = group, m.id, m.generation
+	hb, err := req.RequestWith(ctx, cl.Broker(int(other)))
+
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb.ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("heartbeat sent to node %d (not the coordinator): %v, want NOT_COORDINATOR", other, kerr.ErrorForCode(hb.ErrorCode))
+	}
+
+	h := offsetcheck.New()
+	next := int64(0)
+	commits := func(n int) {
+		t.Helper()
+		for range n {
+			call := h.Call()
+			c, err := m.commit(ctx, next)
+			switch {
+			case err == nil && c == 0:
+				h.Commit(0, group, next, call, true)
+				next++
+			case err == nil && (c == kerr.IllegalGeneration.Code || c == kerr.UnknownMemberID.Code):
+				h.Commit(0, group, next, call, false) // refused, but say nothing for sure
+				m.join(ctx)                           // the new coordinator started the group afresh
+			default:
+				h.Commit(0, group, next, call, false)
+				if ctx.Err() != nil {
+					t.Fatalf("commit %d: %v %v", next, err, kerr.ErrorForCode(c))
+				}
+			}
+			call = h.Call()
+			got, err := m.fetch(ctx)
+			if err == nil {
+				h.Read(0, group, got, call)
+			}
+		}
+	}
+	commits(20)
+	before := m.generation
+	kc.stop(leader)
+	commits(20)
+	if m.generation <= before {
+		t.Errorf("generation after the coordinator moved is %d, not above %d", m.generation, before)
+	}
+	got, err := m.fetch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _, _ := h.LastAck(group); got != last {
+		t.Errorf("the group's offset is %d after the coordinator moved, want the last acknowledged %d", got, last)
+	}
+	if h.Acked() < 30 {
+		t.Errorf("%d commits acknowledged of 40", h.Acked())
+	}
+	if err := h.Check(t.TempDir(), 10*time.Second); err != nil {
+		t.Error(err)
+	}
+}
