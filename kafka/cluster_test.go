@@ -167,6 +167,7 @@ type clusterMember struct {
 	group      string
 	id         string
 	generation int32
+	next       int64 // the next offset to commit
 }
 
 // join joins (again) as a new member and syncs.
@@ -212,6 +213,51 @@ func (m *clusterMember) commit(ctx context.Context, offset int64) (int16, error)
 		return 0, err
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode, nil
+}
+
+// commitAndFetch commits the next offsets n times, reading the group's
+// offset back after each, and records both in h. A commit refused because
+// the coordinator moved and started the group afresh makes the member
+// rejoin.
+func (m *clusterMember) commitAndFetch(ctx context.Context, h *offsetcheck.History, n int) {
+	m.t.Helper()
+	for range n {
+		call := h.Call()
+		c, err := m.commit(ctx, m.next)
+		switch {
+		case err == nil && c == 0:
+			h.Commit(0, m.group, m.next, call, true)
+			m.next++
+		case err == nil && (c == kerr.IllegalGeneration.Code || c == kerr.UnknownMemberID.Code):
+			h.Commit(0, m.group, m.next, call, false) // refused, but claim nothing
+			m.join(ctx)
+		default:
+			h.Commit(0, m.group, m.next, call, false)
+			if ctx.Err() != nil {
+				m.t.Fatalf("commit %d: %v %v", m.next, err, kerr.ErrorForCode(c))
+			}
+		}
+		call = h.Call()
+		if got, err := m.fetch(ctx); err == nil {
+			h.Read(0, m.group, got, call)
+		}
+	}
+}
+
+// checkHistory checks that the group holds its last acknowledged commit
+// and that the history is linearizable.
+func (m *clusterMember) checkHistory(ctx context.Context, h *offsetcheck.History) {
+	m.t.Helper()
+	got, err := m.fetch(ctx)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	if last, _, _ := h.LastAck(m.group); got != last {
+		m.t.Errorf("the group's offset is %d, want the last acknowledged %d", got, last)
+	}
+	if err := h.Check(m.t.TempDir(), 10*time.Second); err != nil {
+		m.t.Error(err)
+	}
 }
 
 // fetch reads the group's offset (-1 for none) from its coordinator.
@@ -289,32 +335,7 @@ func TestGroupOnCluster(t *testing.T) {
 	}
 
 	h := offsetcheck.New()
-	next := int64(0)
-	commits := func(n int) {
-		t.Helper()
-		for range n {
-			call := h.Call()
-			c, err := m.commit(ctx, next)
-			switch {
-			case err == nil && c == 0:
-				h.Commit(0, group, next, call, true)
-				next++
-			case err == nil && (c == kerr.IllegalGeneration.Code || c == kerr.UnknownMemberID.Code):
-				h.Commit(0, group, next, call, false) // refused, but say nothing for sure
-				m.join(ctx)                           // the new coordinator started the group afresh
-			default:
-				h.Commit(0, group, next, call, false)
-				if ctx.Err() != nil {
-					t.Fatalf("commit %d: %v %v", next, err, kerr.ErrorForCode(c))
-				}
-			}
-			call = h.Call()
-			got, err := m.fetch(ctx)
-			if err == nil {
-				h.Read(0, group, got, call)
-			}
-		}
-	}
+	commits := func(n int) { m.commitAndFetch(ctx, h, n) }
 	commits(20)
 	before := m.generation
 	kc.stop(leader)
@@ -322,17 +343,54 @@ func TestGroupOnCluster(t *testing.T) {
 	if m.generation <= before {
 		t.Errorf("generation after the coordinator moved is %d, not above %d", m.generation, before)
 	}
-	got, err := m.fetch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last, _, _ := h.LastAck(group); got != last {
-		t.Errorf("the group's offset is %d after the coordinator moved, want the last acknowledged %d", got, last)
-	}
 	if h.Acked() < 30 {
 		t.Errorf("%d commits acknowledged of 40", h.Acked())
 	}
-	if err := h.Check(t.TempDir(), 10*time.Second); err != nil {
-		t.Error(err)
+	m.checkHistory(ctx, h)
+}
+
+// The lead of a group's partition leaves its preferred node (cut off) and
+// comes back to it (let back in). The node it left drops the group's
+// membership; the node it returns to holds membership from before the
+// group ran elsewhere, which it drops too, seeing a higher stored
+// generation; the member rejoins each time at a higher generation and
+// commits go on with none lost.
+func TestGroupOnClusterLeadReturns(t *testing.T) {
+	const group = "workers"
+	ctx := testContext(t)
+	kc := newKafkaCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.addrs()...), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer cl.Close()
+	preferred := kc.preferred(group)
+	if _, err := kc.awaitLeader(ctx, group, func(id int32) bool { return id == preferred }); err != nil {
+		t.Fatal(err)
+	}
+	m := &clusterMember{t: t, cl: cl, group: group}
+	h := offsetcheck.New()
+	m.join(ctx)
+	m.commitAndFetch(ctx, h, 10)
+	first := m.generation
+
+	kc.nw.Isolate(uint64(preferred))
+	m.commitAndFetch(ctx, h, 10)
+	if m.generation <= first {
+		t.Fatalf("generation while node %d is cut off is %d, not above %d", preferred, m.generation, first)
+	}
+	second := m.generation
+
+	kc.nw.Heal()
+	if _, err := kc.awaitLeader(ctx, group, func(id int32) bool { return id == preferred }); err != nil {
+		t.Fatal(err)
+	}
+	m.commitAndFetch(ctx, h, 10)
+	if m.generation <= second {
+		t.Errorf("generation once the lead is back on node %d is %d, not above %d", preferred, m.generation, second)
+	}
+	if h.Acked() < 20 {
+		t.Errorf("%d commits acknowledged of 30", h.Acked())
+	}
+	m.checkHistory(ctx, h)
 }
