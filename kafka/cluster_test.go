@@ -23,9 +23,10 @@ import (
 // kafkaCluster is a cluster of nodes in this process, over a cluster
 // Network, each serving Kafka clients on a loopback listener.
 type kafkaCluster struct {
-	t       *testing.T
-	nw      *cluster.Network
-	brokers []Broker
+	t        *testing.T
+	nw       *cluster.Network
+	brokers  []Broker
+	handlers map[int32]*Handler // every node's, stopped or not
 
 	mu    sync.Mutex
 	nodes map[int32]*kafkaNode // guarded by mu: the running ones
@@ -34,14 +35,15 @@ type kafkaCluster struct {
 type kafkaNode struct {
 	node    *cluster.Node
 	handler *Handler
-	server  *Server
+	server  *Server // nil when a Kafka peer hands the node its requests
 	served  chan error
 }
 
+// newKafkaCluster runs size nodes, each serving Kafka clients on a
+// loopback listener of its own.
 func newKafkaCluster(t *testing.T, size int) *kafkaCluster {
 	t.Helper()
-	kc := &kafkaCluster{t: t, nw: cluster.NewNetwork(1), nodes: map[int32]*kafkaNode{}}
-	var peers []uint64
+	var brokers []Broker
 	var lns []net.Listener
 	for id := range int32(size) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -49,9 +51,21 @@ func newKafkaCluster(t *testing.T, size int) *kafkaCluster {
 			t.Fatal(err)
 		}
 		addr := ln.Addr().(*net.TCPAddr)
-		kc.brokers = append(kc.brokers, Broker{NodeID: id + 1, Host: addr.IP.String(), Port: int32(addr.Port)})
-		peers = append(peers, uint64(id+1))
+		brokers = append(brokers, Broker{NodeID: id + 1, Host: addr.IP.String(), Port: int32(addr.Port)})
 		lns = append(lns, ln)
+	}
+	return startKafkaCluster(t, brokers, lns)
+}
+
+// startKafkaCluster runs a node per broker (ids from 1); it serves Kafka
+// clients on lns when given, else whoever embeds the handlers hands them
+// the requests.
+func startKafkaCluster(t *testing.T, brokers []Broker, lns []net.Listener) *kafkaCluster {
+	t.Helper()
+	kc := &kafkaCluster{t: t, nw: cluster.NewNetwork(1), brokers: brokers, handlers: map[int32]*Handler{}, nodes: map[int32]*kafkaNode{}}
+	var peers []uint64
+	for _, b := range brokers {
+		peers = append(peers, uint64(b.NodeID))
 	}
 	dir := t.TempDir()
 	for i, b := range kc.brokers {
@@ -68,13 +82,15 @@ func newKafkaCluster(t *testing.T, size int) *kafkaCluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewServer(h, ServerOptions{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
+		kn := &kafkaNode{node: n, handler: h, served: make(chan error, 1)}
+		if lns != nil {
+			if kn.server, err = NewServer(h, ServerOptions{Logger: quiet}); err != nil {
+				t.Fatal(err)
+			}
+			go func() { kn.served <- kn.server.Serve(lns[i]) }()
 		}
-		kn := &kafkaNode{node: n, handler: h, server: s, served: make(chan error, 1)}
-		go func() { kn.served <- s.Serve(lns[i]) }()
 		kc.nodes[b.NodeID] = kn
+		kc.handlers[b.NodeID] = h
 	}
 	t.Cleanup(func() {
 		for _, b := range kc.brokers {
@@ -96,9 +112,11 @@ func (kc *kafkaCluster) stop(id int32) {
 		return
 	}
 	kn.handler.Close()
-	kn.server.Close()
-	if err := <-kn.served; err != nil {
-		kc.t.Errorf("node %d: Serve: %v", id, err)
+	if kn.server != nil {
+		kn.server.Close()
+		if err := <-kn.served; err != nil {
+			kc.t.Errorf("node %d: Serve: %v", id, err)
+		}
 	}
 	if err := kn.node.Close(); err != nil && !errors.Is(err, coordinator.ErrClosed) {
 		kc.t.Errorf("node %d: Close: %v", id, err)
@@ -138,6 +156,29 @@ func (kc *kafkaCluster) awaitLeader(ctx context.Context, group string, want func
 			return agreed, nil
 		}
 	}
+}
+
+// coordinator returns a running node's coordinator.
+func (kc *kafkaCluster) coordinator() *coordinator.Coordinator {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	for _, kn := range kc.nodes {
+		return kn.node.Coordinator()
+	}
+	return nil
+}
+
+// leaderCoordinator returns the coordinator of the node that leads group's
+// partition.
+func (kc *kafkaCluster) leaderCoordinator(ctx context.Context, group string) *coordinator.Coordinator {
+	kc.t.Helper()
+	leader, err := kc.awaitLeader(ctx, group, func(int32) bool { return true })
+	if err != nil {
+		kc.t.Fatal(err)
+	}
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	return kc.nodes[leader].node.Coordinator()
 }
 
 // preferred is the node that leads group's partition whenever it is up:
@@ -393,4 +434,83 @@ func TestGroupOnClusterLeadReturns(t *testing.T) {
 		t.Errorf("%d commits acknowledged of 30", h.Acked())
 	}
 	m.checkHistory(ctx, h)
+}
+
+// kgo consumers in one group on a Kafka peer (kfake, serving the records)
+// whose group coordinator is a 3-node offsetd cluster, each kfake broker
+// handing its group requests to one node, as Go brokers embedding offsetd
+// would. The node that leads the group's partition stops mid-way and hands
+// its lead off: the consumers find the new coordinator, rejoin, and every
+// record is consumed and committed with no progress lost.
+func TestConsumerGroupOnCluster(t *testing.T) {
+	const (
+		topic      = "events"
+		group      = "workers"
+		partitions = 3
+		records    = 300
+	)
+	ctx := testContext(t)
+	// Broker 0 serves records only; brokers 1-3 are the nodes.
+	rc := newRoutedBrokers(t, 4, partitions, topic)
+	t.Cleanup(func() { rc.trace.logIfFailed(t) })
+	var brokers []Broker
+	for id, addr := range rc.ListenAddrs()[1:] {
+		host, port, err := splitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers = append(brokers, Broker{NodeID: int32(id + 1), Host: host, Port: port})
+	}
+	kc := startKafkaCluster(t, brokers, nil)
+	rc.handlerOf = func(node int32) *Handler { return kc.handlers[max(node, 1)] }
+	preferred := kc.preferred(group)
+	if _, err := kc.awaitLeader(ctx, group, func(id int32) bool { return id == preferred }); err != nil {
+		t.Fatal(err)
+	}
+
+	tl := newTally()
+	seeds := rc.ListenAddrs()
+	produce(t, seeds, topic, partitions, 0, records/2)
+	a := startConsumer(t, seeds, group, topic, tl)
+	b := startConsumer(t, seeds, group, topic, tl)
+	waitAssigned(ctx, t, a, b)
+	if err := tl.waitDistinct(ctx, records/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitOffsets(ctx, kc.coordinator(), group, "an offset", func(stored []coordinator.PartitionOffset) bool { return len(stored) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := kc.coordinator().Group(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	kc.stop(preferred) // the coordinator's node stops and hands its lead off
+	if _, err := kc.awaitLeader(ctx, group, func(id int32) bool { return id != preferred }); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, seeds, topic, partitions, records/2, records)
+	if err := tl.waitDistinct(ctx, records); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCommitted(ctx, kc.leaderCoordinator(ctx, group), group, partitions, records/partitions); err != nil {
+		t.Fatal(err)
+	}
+	a.stop(t)
+	b.stop(t)
+	a.cl.Close()
+	b.cl.Close()
+
+	c := kc.leaderCoordinator(ctx, group)
+	if err := c.Barrier(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	tl.check(t, c, group, partitions, records/partitions)
+	after, _, err := c.Group(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation <= before.Generation {
+		t.Errorf("generation after the coordinator moved is %d, not above %d", after.Generation, before.Generation)
+	}
 }

@@ -25,12 +25,20 @@ import (
 type routedCluster struct {
 	*kfake.Cluster
 	current atomic.Pointer[Handler]
-	trace   requestTrace
+	// handlerOf, when set, picks the handler of the broker a request
+	// reached instead: each broker is a node of an offsetd cluster.
+	handlerOf func(node int32) *Handler
+	trace     requestTrace
 }
 
 func newRoutedCluster(t *testing.T, partitions int32, topic string) *routedCluster {
+	return newRoutedBrokers(t, 1, partitions, topic)
+}
+
+// newRoutedBrokers is newRoutedCluster with brokers brokers.
+func newRoutedBrokers(t *testing.T, brokers int, partitions int32, topic string) *routedCluster {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +70,9 @@ func (rc *routedCluster) route(req kmsg.Request) (kmsg.Response, error, bool) {
 	rc.KeepControl()
 	start := time.Now()
 	h := rc.current.Load()
+	if rc.handlerOf != nil {
+		h = rc.handlerOf(rc.CurrentNode())
+	}
 	var resp kmsg.Response
 	var err error
 	switch req.(type) {
@@ -138,6 +149,35 @@ func (t *tally) ack(next map[int32]int64) {
 	}
 }
 
+// check reports progress lost: a record redelivered below an acknowledged
+// commit, or a partition of group whose committed offset in c is not want
+// once every consumer stopped.
+func (t *tally) check(tt *testing.T, c *coordinator.Coordinator, group string, partitions, want int) {
+	tt.Helper()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, msg := range t.bad {
+		tt.Error(msg)
+	}
+	var dups int
+	for _, n := range t.seen {
+		dups += n - 1
+	}
+	tt.Logf("%d records, %d redelivered inside the at-least-once window", len(t.seen), dups)
+	stored, err := c.FetchGroup(group)
+	if err != nil {
+		tt.Fatal(err)
+	}
+	if len(stored) != partitions {
+		tt.Errorf("offsetd holds %d offsets, want %d: %+v", len(stored), partitions, stored)
+	}
+	for _, o := range stored {
+		if o.Offset.Offset != int64(want) {
+			tt.Errorf("partition %d committed at %d, want %d", o.Partition, o.Offset.Offset, want)
+		}
+	}
+}
+
 // waitDistinct waits until n different records have been consumed.
 func (t *tally) waitDistinct(ctx context.Context, n int) error {
 	for {
@@ -163,7 +203,7 @@ type consumer struct {
 	assigned chan struct{} // closed once the member is first given partitions
 }
 
-func startConsumer(t *testing.T, rc *routedCluster, group, topic string, tl *tally) *consumer {
+func startConsumer(t *testing.T, seeds []string, group, topic string, tl *tally) *consumer {
 	assigned := make(chan struct{})
 	var once sync.Once
 	newClient := func() *kgo.Client {
@@ -173,7 +213,7 @@ func startConsumer(t *testing.T, rc *routedCluster, group, topic string, tl *tal
 					once.Do(func() { close(assigned) })
 				}
 			}),
-			kgo.SeedBrokers(rc.ListenAddrs()...),
+			kgo.SeedBrokers(seeds...),
 			kgo.ConsumerGroup(group),
 			kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -263,9 +303,9 @@ func waitAssigned(ctx context.Context, t *testing.T, cs ...*consumer) {
 	}
 }
 
-func produce(t *testing.T, rc *routedCluster, topic string, partitions int32, from, to int) {
+func produce(t *testing.T, seeds []string, topic string, partitions int32, from, to int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(rc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,11 +349,11 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	rc.current.Store(h)
 
 	tl := newTally()
-	produce(t, rc, topic, partitions, 0, records/2)
-	a := startConsumer(t, rc, group, topic, tl)
-	b := startConsumer(t, rc, group, topic, tl)
+	produce(t, rc.ListenAddrs(), topic, partitions, 0, records/2)
+	a := startConsumer(t, rc.ListenAddrs(), group, topic, tl)
+	b := startConsumer(t, rc.ListenAddrs(), group, topic, tl)
 	waitAssigned(ctx, t, a, b)
-	cons := startConsumer(t, rc, group, topic, tl) // a third member joins
+	cons := startConsumer(t, rc.ListenAddrs(), group, topic, tl) // a third member joins
 	a.stop(t)
 	a.cl.Close() // and the first leaves
 	if err := tl.waitDistinct(ctx, records/2); err != nil {
@@ -348,8 +388,8 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	// partitions that move resume from the offsets offsetd kept.
 	b.stop(t)
 	b.cl.Close()
-	d := startConsumer(t, rc, group, topic, tl)
-	produce(t, rc, topic, partitions, records/2, records)
+	d := startConsumer(t, rc.ListenAddrs(), group, topic, tl)
+	produce(t, rc.ListenAddrs(), topic, partitions, records/2, records)
 	if err := tl.waitDistinct(ctx, records); err != nil {
 		t.Fatal(err)
 	}
@@ -365,28 +405,7 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	cons.cl.Close()
 	d.cl.Close()
 
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	for _, msg := range tl.bad {
-		t.Error(msg)
-	}
-	var dups int
-	for _, n := range tl.seen {
-		dups += n - 1
-	}
-	t.Logf("%d records, %d redelivered inside the at-least-once window", len(tl.seen), dups)
-	stored, err := c2.FetchGroup(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(stored) != partitions {
-		t.Fatalf("offsetd holds %d offsets, want %d: %+v", len(stored), partitions, stored)
-	}
-	for _, o := range stored {
-		if o.Offset.Offset != records/partitions {
-			t.Errorf("partition %d committed at %d, want %d", o.Partition, o.Offset.Offset, records/partitions)
-		}
-	}
+	tl.check(t, c2, group, partitions, records/partitions)
 	// The group really ran on offsetd, before and after the restart.
 	for _, key := range []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup} {
 		if beforeRestart.ok(int16(key)) == 0 || afterRestart.ok(int16(key)) == 0 {
