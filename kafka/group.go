@@ -121,6 +121,14 @@ func (h *Handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, fro
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
+	if h.opts.Brokers != nil {
+		// A node that has just taken the lead may not have applied
+		// everything committed before: the generations another node
+		// stored must be seen before this one hands out the next.
+		if err := h.c.Barrier(ctx, req.Group); err != nil {
+			return fail(code(err))
+		}
+	}
 	g := h.lookupOrCreate(req.Group)
 	ch := g.join(req, resp, from, session)
 	g.mu.Unlock()
