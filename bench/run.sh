@@ -103,6 +103,7 @@ if [ "$mode" = ci ]; then
   bench '.' 1x
 else
   bench '^BenchmarkCommit$' "$commit_time"
+  bench '^BenchmarkClusterCommit$' "$commit_time"
   bench '^Benchmark(Fetch(Group)?|HTTPFloor)$' "$read_time"
   bench '^BenchmarkPolledFetch$' "$read_time"
   bench '^BenchmarkRestart$' "$restart_time"

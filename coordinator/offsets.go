@@ -74,6 +74,31 @@ func (c *Coordinator) CommitGeneration(ctx context.Context, group string, genera
 	if err != nil {
 		return 0, err
 	}
+	return c.commit(ctx, group, r)
+}
+
+// StoreGeneration durably raises the group's generation without committing
+// an offset. A group coordinator stores a generation before the members
+// learn it, as Kafka stores a group before answering its members, so that
+// after a restart or a change of leader it never hands the same generation
+// to another membership. Like CommitGeneration, it fails with
+// ErrStaleGeneration when a higher generation is stored. A generation alone
+// keeps no group alive: for a group without offsets nothing is kept.
+func (c *Coordinator) StoreGeneration(ctx context.Context, group string, generation int32) error {
+	if err := validName("group", group); err != nil {
+		return err
+	}
+	if generation < 0 {
+		return fmt.Errorf("%w: generation %d", ErrInvalid, generation)
+	}
+	_, err := c.commit(ctx, group, c.newCommitRequest(group, generation, nil))
+	return err
+}
+
+// commit writes a commit request of group: on its caller's goroutine
+// (commitDirect), or through the partition's writer while the partition
+// loads (which answers why not) and when it is replicated.
+func (c *Coordinator) commit(ctx context.Context, group string, r *request) (uint64, error) {
 	p := c.groupPartition(group)
 	if p.ready() != nil || p.rep != nil {
 		res, err := c.submit(ctx, p, r)
@@ -135,7 +160,12 @@ func (c *Coordinator) commitRequest(group string, generation int32, offsets []Of
 	}
 	// The writer reads the offsets after a caller that gave up may have
 	// reused its slice.
-	offsets = slices.Clone(offsets)
+	return c.newCommitRequest(group, generation, slices.Clone(offsets)), nil
+}
+
+// newCommitRequest makes the request of a checked commit; offsets belong
+// to the request.
+func (c *Coordinator) newCommitRequest(group string, generation int32, offsets []OffsetCommit) *request {
 	return &request{
 		typ: recCommit,
 		build: func(p *partition, dst []byte) ([]byte, any, error) {
@@ -151,7 +181,7 @@ func (c *Coordinator) commitRequest(group string, generation int32, offsets []Of
 			}
 			return encodeCommit(dst, group, generation, c.opts.Now().UnixMilli(), offsets), nil, nil
 		},
-	}, nil
+	}
 }
 
 func (c *Coordinator) validateCommit(group string, generation int32, offsets []OffsetCommit) error {

@@ -16,7 +16,11 @@
 // Offsets and the group generation are stored by the coordinator; group
 // membership (members, protocols, assignments, timers) lives in memory.
 // After a restart the members rejoin and the next generation is above every
-// generation a commit made durable. One commit request is one log entry: a
+// generation made durable (by a commit, or by the rebalance that started
+// it). In a cluster (Options.Brokers) each node runs a Handler on its
+// cluster node's coordinator; a group is coordinated by the node that leads
+// its partition, and its membership starts afresh there when the lead
+// moves. One commit request is one log entry: a
 // request refused for one partition is refused whole, where Kafka commits
 // partition by partition.
 //

@@ -29,6 +29,11 @@ func code(err error) int16 {
 		// Retriable: the partition repairs its log and the client
 		// finds the coordinator again.
 		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, coordinator.ErrNotLeader), errors.Is(err, coordinator.ErrNotCommitted),
+		errors.Is(err, coordinator.ErrLeadershipLost):
+		// The group's coordinator moved: the client finds the new one
+		// and retries there (a commit written twice does no harm).
+		return kerr.NotCoordinator.Code
 	case errors.Is(err, coordinator.ErrStaleGeneration):
 		return kerr.IllegalGeneration.Code
 	case errors.Is(err, coordinator.ErrNotFound):

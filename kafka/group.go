@@ -38,8 +38,9 @@ func (s groupState) String() string {
 }
 
 // group is the membership of one classic consumer group. Its generation
-// is made durable by the commits that carry it; everything else is rebuilt
-// by the members rejoining.
+// is made durable when a rebalance starts it (for a group with offsets) and
+// by the commits that carry it; everything else is rebuilt by the members
+// rejoining.
 type group struct {
 	h    *Handler
 	name string
@@ -59,6 +60,10 @@ type group struct {
 	syncDeadline *timer             // guarded by mu
 	joins        uint64             // guarded by mu; orders members by first join
 }
+
+// storeGenerationTimeout bounds the write of a new generation, which holds
+// the group (and, after a rebalance timeout, the timer goroutine).
+const storeGenerationTimeout = 10 * time.Second
 
 // member is one member of a group.
 type member struct {
@@ -115,6 +120,14 @@ func (h *Handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, fro
 	}
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
+	if h.opts.Brokers != nil {
+		// A node that has just taken the lead may not have applied
+		// everything committed before: the generations another node
+		// stored must be seen before this one hands out the next.
+		if err := h.c.Barrier(ctx, req.Group); err != nil {
+			return fail(code(err))
+		}
 	}
 	g := h.lookupOrCreate(req.Group)
 	ch := g.join(req, resp, from, session)
@@ -474,8 +487,20 @@ func (g *group) completeRebalance() {
 			g.removeMember(m)
 		}
 	}
+	next, stored := g.nextGeneration()
+	if len(g.members) > 0 && stored {
+		if c := g.storeGeneration(next); c != 0 {
+			// The members ask again; the rebalance goes on without
+			// those that do not.
+			for _, m := range g.members {
+				g.answerParked(m, c)
+			}
+			g.startRebalance()
+			return
+		}
+	}
 	g.joining = 0
-	g.generation = g.nextGeneration()
+	g.generation = next
 	if len(g.members) == 0 {
 		g.state = stateEmpty
 		g.protocol, g.leader = "", ""
@@ -542,17 +567,32 @@ func (g *group) forgetIfUnused() {
 }
 
 // nextGeneration is above the group's last generation in memory and above
-// every generation a commit made durable, so that members from before a
-// restart are fenced.
-func (g *group) nextGeneration() int32 {
-	next := g.generation + 1
-	if info, ok, err := g.h.c.Group(g.name); err == nil && ok && info.Generation >= next {
+// every generation made durable, so that members from before a restart are
+// fenced. stored reports whether the group has offsets, and so keeps its
+// generation.
+func (g *group) nextGeneration() (next int32, stored bool) {
+	next = g.generation + 1
+	info, ok, err := g.h.c.Group(g.name)
+	if err == nil && ok && info.Generation >= next {
 		next = info.Generation + 1
 	}
-	if next < 1 {
-		next = 1
+	return max(next, 1), err == nil && ok
+}
+
+// storeGeneration makes gen durable before any member learns it, as Kafka
+// stores a group before it answers the members: a coordinator that restarts
+// or takes over then starts above it, and no two memberships share a
+// generation. Cooperative clients rely on that: a member rejoins claiming
+// its partitions at the generation it last joined, and the claim at the
+// higher generation wins. It runs under g.mu, as a commit does.
+func (g *group) storeGeneration(gen int32) int16 {
+	ctx, cancel := context.WithTimeout(g.h.ctx, storeGenerationTimeout)
+	defer cancel()
+	err := g.h.c.StoreGeneration(ctx, g.name, gen)
+	if err != nil {
+		g.h.log.Warn("kafka group generation not stored", "group", g.name, "generation", gen, "err", err)
 	}
-	return next
+	return code(err)
 }
 
 // vote picks the protocol: each member votes for its most preferred

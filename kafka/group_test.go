@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,11 +25,20 @@ import (
 type routedCluster struct {
 	*kfake.Cluster
 	current atomic.Pointer[Handler]
+	// handlerOf, when set, picks the handler of the broker a request
+	// reached instead: each broker is a node of an offsetd cluster.
+	handlerOf func(node int32) *Handler
+	trace     requestTrace
 }
 
 func newRoutedCluster(t *testing.T, partitions int32, topic string) *routedCluster {
+	return newRoutedBrokers(t, 1, partitions, topic)
+}
+
+// newRoutedBrokers is newRoutedCluster with brokers brokers.
+func newRoutedBrokers(t *testing.T, brokers int, partitions int32, topic string) *routedCluster {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +68,11 @@ func handlerKafkaVersions() *kversion.Versions {
 // control loop while they wait.
 func (rc *routedCluster) route(req kmsg.Request) (kmsg.Response, error, bool) {
 	rc.KeepControl()
+	start := time.Now()
 	h := rc.current.Load()
+	if rc.handlerOf != nil {
+		h = rc.handlerOf(rc.CurrentNode())
+	}
 	var resp kmsg.Response
 	var err error
 	switch req.(type) {
@@ -71,6 +86,7 @@ func (rc *routedCluster) route(req kmsg.Request) (kmsg.Response, error, bool) {
 	default:
 		resp, err = h.Handle(context.Background(), req, Client{ID: "routed"})
 	}
+	rc.trace.add(start, h, req, resp)
 	return resp, err, true
 }
 
@@ -133,6 +149,35 @@ func (t *tally) ack(next map[int32]int64) {
 	}
 }
 
+// check reports progress lost: a record redelivered below an acknowledged
+// commit, or a partition of group whose committed offset in c is not want
+// once every consumer stopped.
+func (t *tally) check(tt *testing.T, c *coordinator.Coordinator, group string, partitions, want int) {
+	tt.Helper()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, msg := range t.bad {
+		tt.Error(msg)
+	}
+	var dups int
+	for _, n := range t.seen {
+		dups += n - 1
+	}
+	tt.Logf("%d records, %d redelivered inside the at-least-once window", len(t.seen), dups)
+	stored, err := c.FetchGroup(group)
+	if err != nil {
+		tt.Fatal(err)
+	}
+	if len(stored) != partitions {
+		tt.Errorf("offsetd holds %d offsets, want %d: %+v", len(stored), partitions, stored)
+	}
+	for _, o := range stored {
+		if o.Offset.Offset != int64(want) {
+			tt.Errorf("partition %d committed at %d, want %d", o.Partition, o.Offset.Offset, want)
+		}
+	}
+}
+
 // waitDistinct waits until n different records have been consumed.
 func (t *tally) waitDistinct(ctx context.Context, n int) error {
 	for {
@@ -152,33 +197,44 @@ func (t *tally) waitDistinct(ctx context.Context, n int) error {
 
 // consumer is one kgo group member that commits after every poll.
 type consumer struct {
-	cl     *kgo.Client
-	cancel context.CancelFunc
-	done   chan struct{}
+	cl       *kgo.Client // owned by the poll loop until done is closed
+	cancel   context.CancelFunc
+	done     chan struct{}
+	assigned chan struct{} // closed once the member is first given partitions
 }
 
-func startConsumer(t *testing.T, rc *routedCluster, group, topic string, tl *tally) *consumer {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(rc.ListenAddrs()...),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.SessionTimeout(3*time.Second),
-		kgo.HeartbeatInterval(100*time.Millisecond),
-		kgo.RebalanceTimeout(10*time.Second),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
-	if err != nil {
-		t.Fatal(err)
+func startConsumer(t *testing.T, seeds []string, group, topic string, tl *tally) *consumer {
+	assigned := make(chan struct{})
+	var once sync.Once
+	newClient := func() *kgo.Client {
+		cl, err := kgo.NewClient(
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) {
+				if len(got) > 0 {
+					once.Do(func() { close(assigned) })
+				}
+			}),
+			kgo.SeedBrokers(seeds...),
+			kgo.ConsumerGroup(group),
+			kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.DisableAutoCommit(),
+			kgo.BlockRebalanceOnPoll(),
+			kgo.SessionTimeout(3*time.Second),
+			kgo.HeartbeatInterval(100*time.Millisecond),
+			kgo.RebalanceTimeout(10*time.Second),
+			kgo.FetchMaxWait(100*time.Millisecond),
+		)
+		if err != nil {
+			t.Error(err)
+		}
+		return cl
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &consumer{cl: cl, cancel: cancel, done: make(chan struct{})}
+	c := &consumer{cl: newClient(), cancel: cancel, done: make(chan struct{}), assigned: assigned}
 	go func() {
 		defer close(c.done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
+		for ctx.Err() == nil && c.cl != nil {
+			fs := c.cl.PollFetches(ctx)
 			if fs.IsClientClosed() {
 				return
 			}
@@ -187,37 +243,69 @@ func startConsumer(t *testing.T, rc *routedCluster, group, topic string, tl *tal
 				tl.record(r)
 				next[r.Partition] = r.Offset + 1
 			})
-			if err := cl.CommitUncommittedOffsets(ctx); err == nil {
+			err := c.cl.CommitUncommittedOffsets(ctx)
+			if err == nil {
 				tl.ack(next)
 			}
-			cl.AllowRebalance()
+			c.cl.AllowRebalance()
+			if lostMembership(err) {
+				c.cl.Close()
+				c.cl = newClient()
+			}
 		}
 	}()
 	return c
 }
 
-// stop ends the poll loop and commits what was consumed.
+// lostMembership reports a commit refused because the member is no longer
+// in the group at its generation (offsetd restarted, or its session
+// expired). Its partitions may have been consumed and committed further by
+// others since, so what it consumed is no longer its to commit: Kafka would
+// take the commit from the member it rejoins as, but a Java consumer drops
+// those offsets (onPartitionsLost) and commits nothing of them. kgo rejoins
+// keeping them, and may commit them under its new membership before it
+// revokes the partitions, which would take the group's progress back; so
+// the test's consumer starts afresh instead.
+func lostMembership(err error) bool {
+	return errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) || errors.Is(err, kerr.FencedInstanceID)
+}
+
+// stop ends the poll loop and commits what was consumed, unless the member
+// lost its membership.
 func (c *consumer) stop(t *testing.T) {
 	c.cancel()
 	<-c.done
+	if c.cl == nil {
+		return
+	}
 	var err error
 	for range 50 { // a commit during a rebalance is refused; the next one goes through
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err = c.cl.CommitUncommittedOffsets(ctx)
 		cancel()
-		if err == nil {
-			break
+		if err == nil || lostMembership(err) {
+			return
 		}
 		c.cl.AllowRebalance()
 	}
-	if err != nil {
-		t.Errorf("final commit: %v", err)
+	t.Errorf("final commit: %v", err)
+}
+
+// waitAssigned waits until each consumer has been given partitions.
+func waitAssigned(ctx context.Context, t *testing.T, cs ...*consumer) {
+	t.Helper()
+	for _, c := range cs {
+		select {
+		case <-c.assigned:
+		case <-ctx.Done():
+			t.Fatalf("a consumer was never given partitions: %v", ctx.Err())
+		}
 	}
 }
 
-func produce(t *testing.T, rc *routedCluster, topic string, partitions int32, from, to int) {
+func produce(t *testing.T, seeds []string, topic string, partitions int32, from, to int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(rc.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +332,7 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	ctx := testContext(t)
 	dir := t.TempDir()
 	rc := newRoutedCluster(t, partitions, topic)
+	t.Cleanup(func() { rc.trace.logIfFailed(t) })
 	opts := testHandlerOptions()
 	opts.Broker = rc.broker(t)
 	beforeRestart := newCounter()
@@ -260,16 +349,19 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	rc.current.Store(h)
 
 	tl := newTally()
-	produce(t, rc, topic, partitions, 0, records/2)
-	a := startConsumer(t, rc, group, topic, tl)
-	b := startConsumer(t, rc, group, topic, tl)
-	if err := tl.waitDistinct(ctx, records/4); err != nil {
-		t.Fatal(err)
-	}
-	cons := startConsumer(t, rc, group, topic, tl) // a third member joins
+	produce(t, rc.ListenAddrs(), topic, partitions, 0, records/2)
+	a := startConsumer(t, rc.ListenAddrs(), group, topic, tl)
+	b := startConsumer(t, rc.ListenAddrs(), group, topic, tl)
+	waitAssigned(ctx, t, a, b)
+	cons := startConsumer(t, rc.ListenAddrs(), group, topic, tl) // a third member joins
 	a.stop(t)
 	a.cl.Close() // and the first leaves
 	if err := tl.waitDistinct(ctx, records/2); err != nil {
+		t.Fatal(err)
+	}
+	// A commit goes through before the restart, so that the group runs on
+	// offsetd on both sides of it; others may still be on their way.
+	if err := waitOffsets(ctx, c, group, "an offset", func(stored []coordinator.PartitionOffset) bool { return len(stored) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -296,8 +388,8 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	// partitions that move resume from the offsets offsetd kept.
 	b.stop(t)
 	b.cl.Close()
-	d := startConsumer(t, rc, group, topic, tl)
-	produce(t, rc, topic, partitions, records/2, records)
+	d := startConsumer(t, rc.ListenAddrs(), group, topic, tl)
+	produce(t, rc.ListenAddrs(), topic, partitions, records/2, records)
 	if err := tl.waitDistinct(ctx, records); err != nil {
 		t.Fatal(err)
 	}
@@ -313,28 +405,7 @@ func TestConsumerGroupOnKafkaPeer(t *testing.T) {
 	cons.cl.Close()
 	d.cl.Close()
 
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	for _, msg := range tl.bad {
-		t.Error(msg)
-	}
-	var dups int
-	for _, n := range tl.seen {
-		dups += n - 1
-	}
-	t.Logf("%d records, %d redelivered inside the at-least-once window", len(tl.seen), dups)
-	stored, err := c2.FetchGroup(group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(stored) != partitions {
-		t.Fatalf("offsetd holds %d offsets, want %d: %+v", len(stored), partitions, stored)
-	}
-	for _, o := range stored {
-		if o.Offset.Offset != records/partitions {
-			t.Errorf("partition %d committed at %d, want %d", o.Partition, o.Offset.Offset, records/partitions)
-		}
-	}
+	tl.check(t, c2, group, partitions, records/partitions)
 	// The group really ran on offsetd, before and after the restart.
 	for _, key := range []kmsg.Key{kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup} {
 		if beforeRestart.ok(int16(key)) == 0 || afterRestart.ok(int16(key)) == 0 {
@@ -379,8 +450,22 @@ func (c *counter) ok(key int16) int {
 }
 
 // waitCommitted returns once group has committed offset want on each of its
-// partitions, woken by offsetd's own change notifications.
+// partitions.
 func waitCommitted(ctx context.Context, c *coordinator.Coordinator, group string, partitions, want int) error {
+	return waitOffsets(ctx, c, group, fmt.Sprintf("%d on each of %d partitions", want, partitions), func(stored []coordinator.PartitionOffset) bool {
+		done := 0
+		for _, o := range stored {
+			if o.Offset.Offset == int64(want) {
+				done++
+			}
+		}
+		return done == partitions
+	})
+}
+
+// waitOffsets returns once group's offsets satisfy ok, woken by offsetd's
+// own change notifications.
+func waitOffsets(ctx context.Context, c *coordinator.Coordinator, group, want string, ok func([]coordinator.PartitionOffset) bool) error {
 	for {
 		_, changed, stop, err := c.WatchGroup(group)
 		if err != nil {
@@ -391,13 +476,7 @@ func waitCommitted(ctx context.Context, c *coordinator.Coordinator, group string
 			stop()
 			return err
 		}
-		done := 0
-		for _, o := range stored {
-			if o.Offset.Offset == int64(want) {
-				done++
-			}
-		}
-		if done == partitions {
+		if ok(stored) {
 			stop()
 			return nil
 		}
@@ -406,7 +485,7 @@ func waitCommitted(ctx context.Context, c *coordinator.Coordinator, group string
 			stop()
 		case <-ctx.Done():
 			stop()
-			return fmt.Errorf("group %s committed %+v, want %d on each of %d partitions: %w", group, stored, want, partitions, ctx.Err())
+			return fmt.Errorf("group %s committed %+v, want %s: %w", group, stored, want, ctx.Err())
 		}
 	}
 }

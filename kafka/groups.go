@@ -22,11 +22,9 @@ func (h *Handler) lookup(name string) *group {
 		if g == nil {
 			return nil
 		}
-		g.mu.Lock()
-		if g.state != stateDead {
+		if g = h.lock(g); g != nil {
 			return g
 		}
-		g.mu.Unlock() // deleted meanwhile: look again
 	}
 }
 
@@ -40,29 +38,49 @@ func (h *Handler) lookupOrCreate(name string) *group {
 			h.groups[name] = g
 		}
 		h.mu.Unlock()
-		g.mu.Lock()
-		if g.state != stateDead {
+		if g = h.lock(g); g != nil {
 			return g
 		}
-		g.mu.Unlock()
 	}
 }
 
-// findCoordinator answers every group with this handler's broker.
+// lock locks g and returns it, or nil when it was deleted meanwhile or
+// another coordinator ran it since (outlived): the caller looks again.
+func (h *Handler) lock(g *group) *group {
+	g.mu.Lock()
+	if g.state == stateDead {
+		g.mu.Unlock()
+		return nil
+	}
+	if !g.outlived() {
+		return g
+	}
+	g.drop()
+	g.mu.Unlock()
+	h.mu.Lock() // h.mu is taken before g.mu, never after
+	if h.groups[g.name] == g {
+		delete(h.groups, g.name)
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// findCoordinator answers each group with the broker that coordinates it.
 func (h *Handler) findCoordinator(req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	answer := func(key string) (c int16, msg *string) {
+	answer := func(key string) (b Broker, c int16, msg *string) {
 		switch {
 		case req.CoordinatorType != 0:
-			return kerr.InvalidRequest.Code, kmsg.StringPtr("offsetd coordinates consumer groups only")
+			return b, kerr.InvalidRequest.Code, kmsg.StringPtr("offsetd coordinates consumer groups only")
 		case !validName(key):
-			return kerr.InvalidGroupID.Code, nil
+			return b, kerr.InvalidGroupID.Code, nil
 		}
-		return 0, nil
+		b, c = h.coordinatorOf(key)
+		return b, c, nil
 	}
-	b := h.opts.Broker
 	if req.Version < 4 {
-		resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
+		var b Broker
+		b, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
 		if resp.ErrorCode == 0 {
 			resp.NodeID, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
 		} else {
@@ -73,7 +91,8 @@ func (h *Handler) findCoordinator(req *kmsg.FindCoordinatorRequest) kmsg.Respons
 	for _, key := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
-		rc.ErrorCode, rc.ErrorMessage = answer(key)
+		var b Broker
+		b, rc.ErrorCode, rc.ErrorMessage = answer(key)
 		if rc.ErrorCode == 0 {
 			rc.NodeID, rc.Host, rc.Port = b.NodeID, b.Host, b.Port
 		} else {
@@ -116,6 +135,9 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	}
 	slices.Sort(names)
 	for _, name := range names {
+		if _, self := h.c.Leader(name); !self {
+			continue // in a cluster, each node lists the groups it coordinates
+		}
 		l := all[name]
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, l.state) }) {
 			continue
@@ -143,6 +165,8 @@ func (h *Handler) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Response 
 		switch {
 		case !validName(name):
 			rg.ErrorCode = kerr.InvalidGroupID.Code
+		case !h.coordinates(name):
+			rg.ErrorCode = kerr.NotCoordinator.Code
 		default:
 			if g := h.lookup(name); g != nil {
 				g.describe(&rg)
@@ -187,6 +211,9 @@ func (h *Handler) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsReques
 func (h *Handler) deleteGroup(ctx context.Context, name string) int16 {
 	if !validName(name) {
 		return kerr.InvalidGroupID.Code
+	}
+	if !h.coordinates(name) {
+		return kerr.NotCoordinator.Code
 	}
 	if _, _, err := h.c.Group(name); err != nil {
 		return code(err)

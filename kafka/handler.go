@@ -38,7 +38,9 @@ type Handler struct {
 	groups map[string]*group // guarded by mu; groups with membership state
 
 	closed  atomic.Bool
-	closing chan struct{} // closed by Close: requests waiting in a group answer at once
+	closing chan struct{}      // closed by Close: requests waiting in a group answer at once
+	ctx     context.Context    // ended by Close: writes the handler starts on its own
+	cancel  context.CancelFunc // ends ctx
 	once    sync.Once
 
 	// expired, if set (by tests), is called when a member's session times
@@ -53,6 +55,7 @@ func NewHandler(c *coordinator.Coordinator, opts Options) (*Handler, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Handler{
 		c:       c,
 		opts:    opts,
@@ -60,6 +63,8 @@ func NewHandler(c *coordinator.Coordinator, opts Options) (*Handler, error) {
 		timers:  newTimers(),
 		groups:  map[string]*group{},
 		closing: make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
 	}, nil
 }
 
@@ -71,6 +76,7 @@ func (h *Handler) Close() {
 	h.once.Do(func() {
 		h.closed.Store(true)
 		close(h.closing)
+		h.cancel()
 		h.timers.close()
 	})
 }
@@ -90,6 +96,10 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 		observe(h.opts.Observer, req.Key(), resp, time.Since(start))
 		return resp, nil
 	}
+	if resp := h.routed(req); resp != nil {
+		observe(h.opts.Observer, req.Key(), resp, time.Since(start))
+		return resp, nil
+	}
 	var resp kmsg.Response
 	var err error
 	switch r := req.(type) {
@@ -98,7 +108,7 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 	case *kmsg.OffsetCommitRequest:
 		resp = h.offsetCommit(ctx, r)
 	case *kmsg.OffsetFetchRequest:
-		resp = h.offsetFetch(r)
+		resp = h.offsetFetch(ctx, r)
 	case *kmsg.OffsetDeleteRequest:
 		resp = h.offsetDelete(ctx, r)
 	case *kmsg.ListGroupsRequest:

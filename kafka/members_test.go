@@ -321,3 +321,37 @@ func TestUnusedGroupForgotten(t *testing.T) {
 		t.Errorf("handler keeps %d groups, want 1", n)
 	}
 }
+
+// A rebalance stores its generation before the members learn it: after a
+// restart the next membership never gets a generation an earlier one had.
+// Cooperative clients depend on it: a member that kept its partitions across
+// the restart claims them at the generation it last joined, and the claim at
+// the higher generation wins.
+func TestGenerationNotReusedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	c, err := coordinator.Open(dir, coordinatorOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(t, c, testHandlerOptions())
+	gc := groupClient{t, h}
+	wantCode(t, "simple commit", gc.commit("g", "", -1, nil), nil) // the group has offsets
+	j := gc.join("g", 10*time.Second, 10*time.Second)
+	wantCode(t, "join", j.ErrorCode, nil)
+	wantCode(t, "sync", gc.sync("g", j.MemberID, j.Generation, nil).ErrorCode, nil)
+	// The member never commits at its generation: only the rebalance
+	// stored it.
+	h.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := openCoordinator(t, dir)
+	gc2 := groupClient{t, newHandler(t, c2, testHandlerOptions())}
+	j2 := gc2.join("g", 10*time.Second, 10*time.Second)
+	wantCode(t, "join after the restart", j2.ErrorCode, nil)
+	if j2.Generation <= j.Generation {
+		t.Errorf("generation after the restart is %d, want above %d from before it", j2.Generation, j.Generation)
+	}
+	wantCode(t, "commit at the old generation", gc2.commit("g", j.MemberID, j.Generation, nil), kerr.UnknownMemberID)
+}

@@ -110,7 +110,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 }
 
 // offsetFetch answers a fetch of one group (v0-v7) or several (v8+).
-func (h *Handler) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
+func (h *Handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
@@ -123,7 +123,7 @@ func (h *Handler) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 			if rg.Topics == nil {
 				topics = nil
 			}
-			ts, c := h.fetchGroup(rg.Group, topics)
+			ts, c := h.fetchGroup(ctx, rg.Group, topics)
 			sg.ErrorCode = c
 			for _, t := range ts {
 				st := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -143,7 +143,7 @@ func (h *Handler) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{} // before v2 there is no "all topics"
 	}
-	ts, c := h.fetchGroup(req.Group, topics)
+	ts, c := h.fetchGroup(ctx, req.Group, topics)
 	if c != 0 {
 		return refuse(req, c) // before v2, every partition carries the code
 	}
@@ -153,10 +153,18 @@ func (h *Handler) offsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 }
 
 // fetchGroup returns a group's offsets on topics, or on every topic when
-// topics is nil. Partitions without an offset answer -1, as Kafka does.
-func (h *Handler) fetchGroup(group string, topics []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
+// topics is nil. Partitions without an offset answer -1, as Kafka does. In
+// a cluster the read is linearizable: it waits for the coordinator to have
+// applied every commit acknowledged before it.
+func (h *Handler) fetchGroup(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
 	if !validName(group) {
 		return nil, kerr.InvalidGroupID.Code
+	}
+	if !h.coordinates(group) {
+		return nil, kerr.NotCoordinator.Code
+	}
+	if err := h.c.Barrier(ctx, group); err != nil {
+		return nil, code(err)
 	}
 	offsets, err := h.c.FetchGroup(group)
 	if err != nil {

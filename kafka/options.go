@@ -3,6 +3,7 @@ package kafka
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -20,8 +21,16 @@ type Broker struct {
 // Options configures a Handler. Zero fields take the values of
 // DefaultOptions.
 type Options struct {
-	// Broker is the coordinator FindCoordinator returns for every group.
+	// Broker is the coordinator FindCoordinator returns for every group; in
+	// a cluster, this node's entry of Brokers.
 	Broker Broker
+	// Brokers, in a cluster, lists every node (NodeID: its id in the
+	// cluster) with where its Kafka listener is reached. The coordinator of
+	// a group is then the node that leads the group's partition:
+	// FindCoordinator names it, Metadata lists every node, and the group's
+	// requests sent to another node are answered NOT_COORDINATOR. Nil is a
+	// single node, which coordinates every group.
+	Brokers []Broker
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
 	// member may ask for in JoinGroup (Kafka's
 	// group.min.session.timeout.ms and group.max.session.timeout.ms).
@@ -72,6 +81,22 @@ func (o Options) validate() error {
 		return fmt.Errorf("kafka: Options.MaxSessionTimeout is %s, below MinSessionTimeout %s", o.MaxSessionTimeout, o.MinSessionTimeout)
 	case o.Broker.Port < 0:
 		return fmt.Errorf("kafka: Options.Broker.Port is %d", o.Broker.Port)
+	}
+	if o.Brokers == nil {
+		return nil
+	}
+	seen := map[int32]bool{}
+	for _, b := range o.Brokers {
+		switch {
+		case b.Host == "" || b.Port <= 0:
+			return fmt.Errorf("kafka: Options.Brokers: node %d has no host:port", b.NodeID)
+		case seen[b.NodeID]:
+			return fmt.Errorf("kafka: Options.Brokers: node %d is listed twice", b.NodeID)
+		}
+		seen[b.NodeID] = true
+	}
+	if !slices.Contains(o.Brokers, o.Broker) {
+		return fmt.Errorf("kafka: Options.Broker %+v is not one of Options.Brokers", o.Broker)
 	}
 	return nil
 }

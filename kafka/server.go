@@ -319,7 +319,8 @@ func advertised(local *net.TCPAddr) (string, int32) {
 	return local.IP.String(), int32(local.Port)
 }
 
-// metadata answers as a one-broker cluster. Every topic asked for by name
+// metadata answers as a one-broker cluster, or lists the nodes of a
+// cluster. Every topic asked for by name
 // exists, so that admin clients resolve the topics they commit offsets
 // for; it has no partitions, since offsetd stores no messages.
 func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Response {
@@ -328,9 +329,15 @@ func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Re
 	if b.Host == "" {
 		b.Host, b.Port = advertised(local)
 	}
-	broker := kmsg.NewMetadataResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = b.NodeID, b.Host, b.Port
-	resp.Brokers = []kmsg.MetadataResponseBroker{broker}
+	brokers := s.h.opts.Brokers
+	if brokers == nil {
+		brokers = []Broker{b}
+	}
+	for _, nb := range brokers {
+		broker := kmsg.NewMetadataResponseBroker()
+		broker.NodeID, broker.Host, broker.Port = nb.NodeID, nb.Host, nb.Port
+		resp.Brokers = append(resp.Brokers, broker)
+	}
 	resp.ClusterID = kmsg.StringPtr("offsetd")
 	resp.ControllerID = b.NodeID
 	for _, t := range req.Topics {

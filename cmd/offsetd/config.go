@@ -32,6 +32,7 @@ type serveConfig struct {
 	listen        string
 	kafkaListen   string
 	kafkaAdvert   string
+	kafkaPeers    peersFlag
 	partitions    int
 	segmentSize   byteSize
 	unsafeNoSync  bool
@@ -84,6 +85,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Var(&cfg.peers, "peers", "the nodes of a cluster, id=host:port of each one's -raft-listen, this one's included, e.g. 1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103; empty runs a single node")
 	fs.StringVar(&cfg.raftListen, "raft-listen", "", "address to receive the cluster's Raft messages on (with -peers)")
 	fs.StringVar(&cfg.raftCAFile, "raft-ca-file", "", "with -tls-cert in a cluster: PEM file of the CA (or self-signed certificate) the other nodes' Raft listeners are checked against; empty means the system's roots")
+	fs.Var(&cfg.kafkaPeers, "kafka-peers", "in a cluster, id=host:port of every node's Kafka listener as clients reach it, this one's included (its -kafka-listen defaults to its own entry); turns the Kafka listener on: FindCoordinator names the node that leads a group's partition, Metadata lists every node")
 	fs.StringVar(&cfg.advertise, "advertise", "", "host:port other nodes send clients to (421 answers) in a cluster; empty means -listen")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -122,11 +124,21 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return cfg, fmt.Errorf("%w: -raft-ca-file goes with -peers and -tls-cert", errUsage)
 	case cfg.peers != nil && cfg.raftListen == "":
 		return cfg, fmt.Errorf("%w: -peers needs -raft-listen", errUsage)
-	case cfg.peers != nil && given["kafka-listen"] && cfg.kafkaListen != "":
-		return cfg, fmt.Errorf("%w: the Kafka listener does not serve a cluster yet: leave -kafka-listen out (or empty) with -peers", errUsage)
+	case cfg.kafkaPeers != nil && cfg.peers == nil:
+		return cfg, fmt.Errorf("%w: -kafka-peers needs -peers", errUsage)
+	case cfg.peers != nil && cfg.kafkaPeers == nil && given["kafka-listen"] && cfg.kafkaListen != "":
+		return cfg, fmt.Errorf("%w: in a cluster, the Kafka listener needs -kafka-peers (every node's Kafka address)", errUsage)
+	case cfg.kafkaPeers != nil && cfg.kafkaAdvert != "":
+		return cfg, fmt.Errorf("%w: in a cluster, clients are told this node's -kafka-peers entry: leave -kafka-advertise out", errUsage)
+	case cfg.kafkaPeers != nil && !sameIDs(cfg.peers, cfg.kafkaPeers):
+		return cfg, fmt.Errorf("%w: -kafka-peers %s must name the nodes of -peers %s", errUsage, cfg.kafkaPeers.String(), cfg.peers.String())
+	case cfg.kafkaPeers != nil && given["kafka-listen"] && cfg.kafkaListen == "":
+		return cfg, fmt.Errorf("%w: -kafka-peers with the Kafka listener turned off (-kafka-listen=)", errUsage)
 	}
-	if cfg.peers != nil {
-		cfg.kafkaListen = "" // not routed to partition leaders yet
+	if cfg.peers != nil && !given["kafka-listen"] {
+		// The default address is one per machine; a node listens where
+		// the others send its clients.
+		cfg.kafkaListen = cfg.kafkaPeers[cfg.nodeID]
 	}
 	return cfg, nil
 }
@@ -191,4 +203,17 @@ func (b *byteSize) Set(s string) error {
 	}
 	*b = byteSize(v)
 	return nil
+}
+
+// sameIDs reports whether two -peers-like flags name the same nodes.
+func sameIDs(a, b peersFlag) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id := range a {
+		if _, ok := b[id]; !ok {
+			return false
+		}
+	}
+	return true
 }

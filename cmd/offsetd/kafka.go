@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -27,16 +29,26 @@ func startKafka(cfg serveConfig, c *coordinator.Coordinator, tlsConfig *tls.Conf
 	opts.Logger = logger
 	opts.Observer = metrics
 	if cfg.kafkaAdvert != "" {
-		host, port, err := net.SplitHostPort(cfg.kafkaAdvert)
+		b, err := kafkaBroker(0, cfg.kafkaAdvert)
 		if err != nil {
-			return nil, fmt.Errorf("-kafka-advertise %q: %w", cfg.kafkaAdvert, err)
+			return nil, fmt.Errorf("-kafka-advertise: %w", err)
 		}
-		p, err := strconv.ParseUint(port, 10, 16)
-		if err != nil || host == "" {
-			return nil, fmt.Errorf("-kafka-advertise %q: want host:port", cfg.kafkaAdvert)
-		}
-		opts.Broker = kafka.Broker{Host: host, Port: int32(p)}
+		opts.Broker = b
 	}
+	for id, addr := range cfg.kafkaPeers {
+		if id > math.MaxInt32 {
+			return nil, fmt.Errorf("-kafka-peers: node id %d is above a Kafka broker id's %d", id, math.MaxInt32)
+		}
+		b, err := kafkaBroker(int32(id), addr)
+		if err != nil {
+			return nil, fmt.Errorf("-kafka-peers: %w", err)
+		}
+		opts.Brokers = append(opts.Brokers, b)
+		if id == cfg.nodeID {
+			opts.Broker = b
+		}
+	}
+	slices.SortFunc(opts.Brokers, func(a, b kafka.Broker) int { return int(a.NodeID - b.NodeID) })
 	h, err := kafka.NewHandler(c, opts)
 	if err != nil {
 		return nil, err
@@ -62,6 +74,19 @@ func startKafka(cfg serveConfig, c *coordinator.Coordinator, tlsConfig *tls.Conf
 	}
 	go func() { k.served <- s.Serve(ln) }()
 	return k, nil
+}
+
+// kafkaBroker is the broker a Kafka client is told to reach at addr.
+func kafkaBroker(id int32, addr string) (kafka.Broker, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return kafka.Broker{}, fmt.Errorf("%q: %w", addr, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || host == "" || p == 0 {
+		return kafka.Broker{}, fmt.Errorf("%q: want host:port", addr)
+	}
+	return kafka.Broker{NodeID: id, Host: host, Port: int32(p)}, nil
 }
 
 // stop answers the requests waiting in groups, closes the connections and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -129,5 +130,71 @@ func TestDescribeShowsKafkaMembers(t *testing.T) {
 	}
 	if out := mustRun(t, 0, nil, "describe", "-addr", s.url, "nobody"); strings.Contains(out, "MEMBER") {
 		t.Fatalf("a group without members shows members:\n%s", out)
+	}
+}
+
+// A cluster serves Kafka clients on every node: Metadata lists the three
+// nodes, FindCoordinator names the node that leads the group's partition,
+// and commits go on after that node stops, on the node that takes over.
+func TestServeClusterKafka(t *testing.T) {
+	addrs := freeAddrs(t, 9)
+	raft, api, kafkaAddrs := addrs[:3], addrs[3:6], addrs[6:]
+	var peers, kafkaPeers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("%d=%s", i+1, raft[i]))
+		kafkaPeers = append(kafkaPeers, fmt.Sprintf("%d=%s", i+1, kafkaAddrs[i]))
+	}
+	dir := t.TempDir()
+	nodes := map[int32]served{}
+	for i := range 3 {
+		nodes[int32(i+1)] = startServe(t, []string{"serve", "-data", filepath.Join(dir, fmt.Sprint(i+1)), "-listen", api[i],
+			"-node-id", fmt.Sprint(i + 1), "-peers", strings.Join(peers, ","), "-raft-listen", raft[i],
+			"-kafka-peers", strings.Join(kafkaPeers, ","), "-kafka-listen", kafkaAddrs[i]}, nil)
+		if got := nodes[int32(i+1)].kafka; got != kafkaAddrs[i] {
+			t.Fatalf("node %d serves Kafka clients on %q, want %s", i+1, got, kafkaAddrs[i])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddrs...), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Brokers) != 3 {
+		t.Fatalf("Metadata lists %d brokers, want 3: %v", len(meta.Brokers), meta.Brokers)
+	}
+	commit := func(offset int64) {
+		t.Helper()
+		var os kadm.Offsets
+		os.AddOffset("orders", 0, offset, -1)
+		if err := adm.CommitAllOffsets(ctx, "billing", os); err != nil {
+			t.Fatalf("commit %d: %v", offset, err)
+		}
+	}
+	commit(1)
+	found := adm.FindGroupCoordinators(ctx, "billing")
+	coordinator := found["billing"]
+	if coordinator.Err != nil || nodes[coordinator.NodeID].url == "" {
+		t.Fatalf("FindCoordinator: %+v", coordinator)
+	}
+	if code := nodes[coordinator.NodeID].stop(); code != 0 {
+		t.Fatalf("node %d exited with %d", coordinator.NodeID, code)
+	}
+	commit(2)
+	fetched, err := adm.FetchOffsets(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := fetched.Lookup("orders", 0); o.At != 2 {
+		t.Fatalf("offset after the coordinator stopped: %+v, want 2", o)
+	}
+	if now := adm.FindGroupCoordinators(ctx, "billing")["billing"]; now.Err != nil || now.NodeID == coordinator.NodeID {
+		t.Fatalf("FindCoordinator after node %d stopped: %+v", coordinator.NodeID, now)
 	}
 }

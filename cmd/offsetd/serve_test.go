@@ -89,6 +89,11 @@ func TestServeConfig(t *testing.T) {
 			}},
 		{"flag beats environment", []string{"-data", "flag"}, map[string]string{"OFFSETD_DATA": "env"},
 			func(c serveConfig) bool { return c.dataDir == "flag" }},
+		{"cluster without Kafka", clusterArgs(), nil, func(c serveConfig) bool { return c.kafkaListen == "" }},
+		{"cluster with Kafka", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092"), nil,
+			func(c serveConfig) bool { return c.kafkaListen == "h1:9092" && c.kafkaPeers[2] == "h2:9092" }},
+		{"cluster with Kafka on another address", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092", "-kafka-listen", "0.0.0.0:9092"), nil,
+			func(c serveConfig) bool { return c.kafkaListen == "0.0.0.0:9092" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := parseServeConfig(c.args, envOf(c.env), &bytes.Buffer{})
@@ -114,6 +119,11 @@ func TestServeConfig(t *testing.T) {
 		{"empty data", []string{"-data", ""}, nil},
 		{"negative retention", []string{"-retention", "-1h"}, nil},
 		{"zero snapshot bytes", nil, map[string]string{"OFFSETD_SNAPSHOT_BYTES": "0"}},
+		{"Kafka listener in a cluster without its peers", clusterArgs("-kafka-listen", "127.0.0.1:9092"), nil},
+		{"Kafka peers without a cluster", []string{"-kafka-peers", "1=h1:9092"}, nil},
+		{"Kafka peers of other nodes", clusterArgs("-kafka-peers", "1=h1:9092,3=h3:9092"), nil},
+		{"Kafka peers with -kafka-advertise", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092", "-kafka-advertise", "h1:9092"), nil},
+		{"Kafka peers with the listener off", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092", "-kafka-listen="), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := parseServeConfig(c.args, envOf(c.env), &bytes.Buffer{}); !errors.Is(err, errUsage) {
@@ -234,4 +244,9 @@ func TestRestartThroughBinary(t *testing.T) {
 	if _, err := os.Stat(coordinator.JournalDir(data)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// clusterArgs is node 1 of a two-node cluster, and more.
+func clusterArgs(more ...string) []string {
+	return append([]string{"-node-id", "1", "-peers", "1=127.0.0.1:7101,2=127.0.0.1:7102", "-raft-listen", "127.0.0.1:7101"}, more...)
 }

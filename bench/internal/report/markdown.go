@@ -50,7 +50,8 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("A ratio is offsetd's median divided by the other system's on that row: on a ↑ row above 1 means offsetd is ahead, on a ↓ row below 1 does. ")
 	b.WriteString("The floor is floor-group for commits (one flusher appends everything waiting, one fdatasync per batch) and memory (a Go map) for reads. ")
 	b.WriteString("Commit throughput counts every committer together; p50 and p99 latency are what one committer waits for its ack. ")
-	b.WriteString("offsetd-http ÷ offsetd and offsetd-kafka ÷ offsetd are what the HTTP and Kafka paths keep of the embedded figure.\n\n")
+	b.WriteString("offsetd-http ÷ offsetd and offsetd-kafka ÷ offsetd are what the HTTP and Kafka paths keep of the embedded figure. ")
+	b.WriteString("ClusterCommit runs offsetd on one node and offsetd-raft3 (three nodes of a cluster in one process, on the same cores and disk: a commit is acknowledged once two nodes have fsynced it) in the same run; offsetd-raft3 ÷ offsetd is what replication keeps of the single-node figure.\n\n")
 	if err := WriteTable(&b, res); err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // systemOrder is the order of the known systems' columns.
-var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "offsetd-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
 
 // httpSystem is offsetd behind its HTTP server, driven by its Go client on
 // loopback.
@@ -18,6 +18,10 @@ const httpSystem = "offsetd-http"
 // clients (kadm) on loopback.
 const kafkaSystem = "offsetd-kafka"
 
+// clusterSystem is offsetd on three nodes of a cluster in one process
+// (BenchmarkClusterCommit), run beside offsetd on one node.
+const clusterSystem = "offsetd-raft3"
+
 // httpFloorSystem is the bare net/http handler under offsetd-http's point
 // fetch (BenchmarkHTTPFloor).
 const httpFloorSystem = "net-http"
@@ -26,9 +30,9 @@ const httpFloorSystem = "net-http"
 const subject = "offsetd"
 
 // ratioColumns are the ratios the table shows: offsetd's median over
-// Pebble's, bbolt's and the floor's, and offsetd-http's and offsetd-kafka's
-// over offsetd's (what the HTTP and Kafka paths keep of the embedded
-// figure). "floor" is the floor that
+// Pebble's, bbolt's and the floor's, and offsetd-http's, offsetd-kafka's
+// and offsetd-raft3's over offsetd's (what the HTTP and Kafka paths and a
+// 3-node cluster keep of the embedded figure). "floor" is the floor that
 // does what the row measures: the batch floor (append + fdatasync per batch
 // of everything waiting) for commits, the Go map for reads.
 var ratioColumns = []struct {
@@ -42,6 +46,7 @@ var ratioColumns = []struct {
 	{"offsetd ÷ floor", always(subject), floorFor},
 	{"offsetd-http ÷ offsetd", always(httpSystem), always(subject)},
 	{"offsetd-kafka ÷ offsetd", always(kafkaSystem), always(subject)},
+	{"offsetd-raft3 ÷ offsetd", always(clusterSystem), always(subject)},
 }
 
 // always returns a ratio column's system that is the same in every family.
@@ -73,6 +78,9 @@ var metrics = []metric{
 	{"Commit", "commits/s", "commits/s", true, formatRate},
 	{"Commit", "p50-ns", "p50 latency", false, formatNanos},
 	{"Commit", "p99-ns", "p99 latency", false, formatNanos},
+	{"ClusterCommit", "commits/s", "commits/s", true, formatRate},
+	{"ClusterCommit", "p50-ns", "p50 latency", false, formatNanos},
+	{"ClusterCommit", "p99-ns", "p99 latency", false, formatNanos},
 	{"Fetch", "ns/op", "time/fetch", false, formatNanos},
 	{"Fetch", "allocs/op", "allocs/fetch", false, formatCount},
 	{"FetchGroup", "ns/op", "time/group", false, formatNanos},
