@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +24,9 @@ type testCluster struct {
 	parts int
 	copts coordinator.Options // of every node; Partitions and Logger are set
 
-	mu    sync.Mutex
-	nodes map[uint64]*Node // guarded by mu: the running ones
+	mu     sync.Mutex
+	nodes  map[uint64]*Node // guarded by mu: the running ones
+	joined map[uint64]bool  // guarded by mu: nodes that joined the running cluster
 }
 
 // testTick is the Raft tick of test clusters: elections take 10-20 ticks.
@@ -33,7 +35,7 @@ const testTick = 5 * time.Millisecond
 func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...func(*coordinator.Options)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, nw: NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*Node),
-		copts: coordinator.Options{Partitions: parts, Logger: quiet}}
+		copts: coordinator.Options{Partitions: parts, Logger: quiet}, joined: make(map[uint64]bool)}
 	for _, c := range configure {
 		c(&tc.copts)
 	}
@@ -44,7 +46,10 @@ func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...fun
 		tc.start(id)
 	}
 	t.Cleanup(func() {
-		for _, id := range tc.peers {
+		tc.mu.Lock()
+		peers := slices.Clone(tc.peers)
+		tc.mu.Unlock()
+		for _, id := range peers {
 			tc.stop(id)
 		}
 		tc.nw.Close()
@@ -57,9 +62,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // start opens node id on its data directory.
 func (tc *testCluster) start(id uint64) *Node {
 	tc.t.Helper()
-	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)),
-		tc.copts,
-		Options{ID: id, Peers: tc.peers, Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet})
+	tc.mu.Lock()
+	opts := Options{ID: id, Peers: slices.Clone(tc.peers), Join: tc.joined[id], Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet}
+	tc.mu.Unlock()
+	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)), tc.copts, opts)
 	if err != nil {
 		tc.t.Fatalf("open node %d: %v", id, err)
 	}
@@ -105,6 +111,22 @@ func (tc *testCluster) anyNode(hint, not uint64) *Node {
 		}
 	}
 	return nil
+}
+
+// join starts node id, new to the cluster, on an empty data directory: it
+// waits to be added to the partitions' groups.
+func (tc *testCluster) join(id uint64) *Node {
+	tc.t.Helper()
+	tc.mu.Lock()
+	tc.peers = append(tc.peers, id)
+	tc.joined[id] = true
+	tc.mu.Unlock()
+	return tc.start(id)
+}
+
+// changeReplicas runs ChangeReplicas on the leader of partition.
+func (tc *testCluster) changeReplicas(ctx context.Context, partition int, ch ReplicaChange) error {
+	return tc.leaderFor(ctx, "", func(n *Node) error { return n.ChangeReplicas(ctx, partition, ch) })
 }
 
 // errNoNode reports that no node runs to send a request to.

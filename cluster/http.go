@@ -55,7 +55,8 @@ type HTTPOptions struct {
 // Raft survives.
 type HTTPTransport struct {
 	opts   HTTPOptions
-	queues map[uint64]chan []byte
+	mu     sync.RWMutex
+	queues map[uint64]chan []byte // guarded by mu
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -81,19 +82,38 @@ func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 	}
 	t := &HTTPTransport{opts: opts, queues: make(map[uint64]chan []byte), stop: make(chan struct{})}
 	for id, addr := range opts.Peers {
-		q := make(chan []byte, peerQueue)
-		t.queues[id] = q
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
-			t.sender(id, addr, q)
-		}()
+		t.AddPeer(id, addr)
 	}
 	return t
 }
 
+// AddPeer starts sending to node id at addr, the host:port of its Raft
+// listener; a node the transport already sends to keeps its address. A
+// Node calls it when a configuration change adds a node with its address.
+func (t *HTTPTransport) AddPeer(id uint64, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.queues[id]; ok || id == t.opts.ID {
+		return
+	}
+	select {
+	case <-t.stop:
+		return
+	default:
+	}
+	q := make(chan []byte, peerQueue)
+	t.queues[id] = q
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.sender(id, addr, q)
+	}()
+}
+
 // Send queues each message for its peer, encoded; a full queue drops it.
 func (t *HTTPTransport) Send(msgs []Message) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	for _, m := range msgs {
 		q := t.queues[m.Raft.GetTo()]
 		if q == nil {
@@ -174,7 +194,9 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 
 // Close stops the senders; what is queued is dropped.
 func (t *HTTPTransport) Close() {
+	t.mu.Lock()
 	close(t.stop)
+	t.mu.Unlock()
 	t.wg.Wait()
 }
 

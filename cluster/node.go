@@ -24,8 +24,19 @@ type Options struct {
 	// included: each partition is replicated on all of them. Three
 	// tolerate the loss of one, five of two.
 	Peers []uint64
-	// Transport carries messages to the other nodes. Required.
+	// Transport carries messages to the other nodes. Required. If it has
+	// a method AddPeer(id uint64, addr string), the node calls it when a
+	// configuration change adds a node at a Raft address (see
+	// ReplicaChange).
 	Transport Transport
+	// Join makes a node whose data directory is empty join a running
+	// cluster instead of founding one: its groups start with no
+	// configuration and wait for a leader to add this node (ChangeReplicas),
+	// then catch up from the leader's snapshot and log. Without it, an
+	// empty node bootstraps every group with Peers as voters, which only
+	// the founding nodes of a cluster may do. It changes nothing for a
+	// data directory that holds a group's log.
+	Join bool
 	// TickInterval is Raft's clock tick. Zero means 100ms.
 	TickInterval time.Duration
 	// ElectionTicks is how many ticks without a word from a leader make a
@@ -99,6 +110,7 @@ type Node struct {
 	started   atomic.Bool
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
+	progress  *signal.Signal // fires on every tick and configuration change
 	frozen    atomic.Bool    // tests stop the node's clock
 
 	addrMu    sync.Mutex
@@ -118,7 +130,7 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New()}
+	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
 	copts.Replication = n
 	copts.LoadInBackground = false
 	c, err := coordinator.Open(dir, copts)
@@ -298,6 +310,7 @@ func (n *Node) ticker() {
 				default:
 				}
 			}
+			n.progress.Fire()
 		}
 	}
 }
