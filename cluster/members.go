@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -20,8 +21,8 @@ import (
 // change not yet applied, a node being added (a learner), or another
 // ChangeReplicas running on the leader. Changes go one at a time; retry
 // once it is done (or finish the one under way: asking for it again
-// resumes it).
-var ErrChangePending = errors.New("cluster: a configuration change of the partition is under way")
+// resumes it). It is coordinator.ErrChangePending, which servers know.
+var ErrChangePending = coordinator.ErrChangePending
 
 // Replicas is a partition's configuration as a node knows it.
 type Replicas struct {
@@ -123,6 +124,14 @@ func (n *Node) ChangeReplicas(ctx context.Context, partition int, ch ReplicaChan
 		})
 		if err == nil {
 			err = res.err
+		}
+		var nle *coordinator.NotLeaderError
+		if errors.As(err, &nle) && nle.Leader == 0 && !c.first {
+			// This node handed its lead off: name the new leader, where
+			// the change goes on, once this node hears of it.
+			wait, cancel := context.WithTimeout(ctx, 2*time.Duration(n.opts.ElectionTicks)*n.opts.TickInterval)
+			nle.Leader, _ = n.AwaitLeader(wait, partition, n.opts.ID)
+			cancel()
 		}
 		if err != nil || res.done {
 			return err

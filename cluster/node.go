@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -72,8 +71,14 @@ func (o *Options) ensureDefaults() {
 	o.Peers = slices.Clone(o.Peers)
 }
 
-// ErrInvalid reports bad options.
-var ErrInvalid = errors.New("cluster: invalid argument")
+// ErrInvalid reports bad options or arguments. errors.Is also matches it
+// with coordinator.ErrInvalid, which servers know.
+var ErrInvalid error = invalidError{}
+
+type invalidError struct{}
+
+func (invalidError) Error() string        { return "cluster: invalid argument" }
+func (invalidError) Is(target error) bool { return target == coordinator.ErrInvalid }
 
 func (o *Options) validate() error {
 	if o.ID == 0 {

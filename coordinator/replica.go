@@ -101,6 +101,10 @@ var ErrLeadershipLost = errors.New("coordinator: leadership lost, the write may 
 // log: leadership changed before it was committed. Retry it.
 var ErrNotCommitted = errors.New("coordinator: not committed, leadership changed")
 
+// ErrChangePending reports a change of a replicated partition's replicas
+// asked while another is under way: changes go one at a time.
+var ErrChangePending = errors.New("coordinator: a change of the partition's replicas is under way")
+
 // NotLeaderError is ErrNotLeader with the partition and the node that
 // leads it (0 when unknown, during an election).
 type NotLeaderError struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/server"
 )
 
 // peersFlag is -peers: id=host:port,... the Raft address of every node of
@@ -95,7 +97,7 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 		advertise = cfg.listen
 	}
 	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Token: token, TLS: clientTLS, Logger: logger})
-	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Transport: tr, Logger: logger})
+	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Join: cfg.join, Transport: tr, Logger: logger})
 	if err != nil {
 		tr.Close()
 		ln.Close()
@@ -109,7 +111,7 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 		served:    make(chan error, 1),
 	}
 	go func() { m.served <- m.raft.Serve(ln) }()
-	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise, "tls", tlsConfig != nil)
+	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise, "tls", tlsConfig != nil, "join", cfg.join)
 	return m, nil
 }
 
@@ -132,4 +134,16 @@ func (m *clusterMember) errors() <-chan error {
 		return nil
 	}
 	return m.served
+}
+
+// replicaAdmin serves a node's replica changes to the HTTP server.
+type replicaAdmin struct{ n *cluster.Node }
+
+func (a replicaAdmin) Replicas(partition int) (server.Replicas, error) {
+	r, err := a.n.Replicas(partition)
+	return server.Replicas(r), err
+}
+
+func (a replicaAdmin) ChangeReplicas(ctx context.Context, partition int, ch server.ReplicaChange) error {
+	return a.n.ChangeReplicas(ctx, partition, cluster.ReplicaChange(ch))
 }
