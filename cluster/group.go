@@ -43,11 +43,6 @@ type group struct {
 	compacts chan compaction
 	calls    chan func(failed error) // run on the group's goroutine (failed: why it stopped)
 
-	// preferred is the node that should lead the group when it is up and
-	// caught up: partitions are dealt out over the sorted peers, so that
-	// leaders, and the work of coordinating, spread over the nodes.
-	preferred uint64
-
 	changing atomic.Bool // a ChangeReplicas runs on this node
 
 	// Owned by run.
@@ -158,8 +153,6 @@ func (g *group) start(applied uint64) error {
 		}
 	}
 	g.rn = rn
-	sorted := slices.Sorted(slices.Values(o.Peers))
-	g.preferred = sorted[g.partition%len(sorted)]
 	return nil
 }
 
@@ -212,13 +205,28 @@ func (g *group) run(stop <-chan struct{}) {
 	}
 }
 
+// preferred returns the node that should lead the group when it is up and
+// caught up, 0 while its configuration changes: partitions are dealt out
+// over their sorted voters, so that leaders, and the work of coordinating,
+// spread over the nodes. Every node that applied the same configuration
+// prefers the same node.
+func (g *group) preferred() uint64 {
+	cs := g.conf // written on this goroutine only
+	voters := cs.GetVoters()
+	if len(voters) == 0 || len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearners()) > 0 || g.changing.Load() {
+		return 0
+	}
+	return slices.Sorted(slices.Values(voters))[g.partition%len(voters)]
+}
+
 // balance hands the lead to the group's preferred node when this node
 // leads in its place and the preferred node is up (heard from since the
 // leader last checked its quorum) and has the whole log, so that the
 // transfer stalls writes for one round trip at most. It runs every tick:
 // RecentActive is false for a tick or so after each check of the quorum.
 func (g *group) balance() {
-	if g.preferred == g.node.opts.ID {
+	preferred := g.preferred()
+	if preferred == 0 || preferred == g.node.opts.ID {
 		return
 	}
 	st := g.rn.BasicStatus()
@@ -228,12 +236,12 @@ func (g *group) balance() {
 	last, _ := g.storage.LastIndex()
 	ready := false
 	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-		if id == g.preferred {
+		if id == preferred {
 			ready = pr.RecentActive && pr.Match == last
 		}
 	})
 	if ready {
-		g.rn.TransferLeader(g.preferred)
+		g.rn.TransferLeader(preferred)
 	}
 }
 

@@ -23,6 +23,7 @@ const RaftPath = "/raft/v1/messages"
 const (
 	headerFrom      = "X-Offsetd-From"
 	headerAdvertise = "X-Offsetd-Advertise"
+	headerRaft      = "X-Offsetd-Raft"
 )
 
 // HTTPOptions configures an HTTPTransport.
@@ -35,6 +36,11 @@ type HTTPOptions struct {
 	// Advertise is the host:port where this node serves clients, sent with
 	// every message so that the other nodes can send clients here.
 	Advertise string
+	// Address is the host:port where the other nodes reach this node's
+	// Raft listener, sent with every message so that a node that does not
+	// know this one (it joined later, and the other restarted with an
+	// older list of peers) learns where to answer.
+	Address string
 	// Token, when not empty, is sent as a bearer token and required of
 	// what Handler receives.
 	Token string
@@ -177,6 +183,9 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 	if t.opts.Advertise != "" {
 		req.Header.Set(headerAdvertise, t.opts.Advertise)
 	}
+	if t.opts.Address != "" {
+		req.Header.Set(headerRaft, t.opts.Address)
+	}
 	if t.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.opts.Token)
 	}
@@ -201,7 +210,8 @@ func (t *HTTPTransport) Close() {
 }
 
 // Handler returns the handler of RaftPath that hands what arrives to n,
-// and keeps the client address each sender advertises. With a token, it
+// and keeps the client address each sender advertises, and the Raft
+// address of a sender its transport does not know. With a token, it
 // refuses requests that do not carry it.
 func Handler(n *Node, token string) http.Handler {
 	want := ""
@@ -231,6 +241,9 @@ func Handler(n *Node, token string) http.Handler {
 		if from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64); err == nil && from != 0 {
 			if addr := r.Header.Get(headerAdvertise); addr != "" {
 				n.SetAddress(from, addr)
+			}
+			if addr := r.Header.Get(headerRaft); addr != "" {
+				n.addPeer(from, addr)
 			}
 		}
 		n.Receive(msgs)

@@ -340,17 +340,19 @@ func (n *Node) learnPeer(cc *pb.ConfChangeV2) {
 	if len(cc.GetContext()) == 0 {
 		return
 	}
-	pa, ok := n.opts.Transport.(peerAdder)
-	if !ok {
-		return
-	}
 	for _, c := range cc.GetChanges() {
 		switch c.GetType() {
 		case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode:
-			if c.GetNodeId() != n.opts.ID {
-				pa.AddPeer(c.GetNodeId(), string(cc.GetContext()))
-			}
+			n.addPeer(c.GetNodeId(), string(cc.GetContext()))
 			return
 		}
+	}
+}
+
+// addPeer tells the transport, if it can learn addresses, where node id's
+// Raft listener is.
+func (n *Node) addPeer(id uint64, addr string) {
+	if pa, ok := n.opts.Transport.(peerAdder); ok && id != n.opts.ID {
+		pa.AddPeer(id, addr)
 	}
 }

@@ -96,7 +96,8 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	if advertise == "" {
 		advertise = cfg.listen
 	}
-	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Token: token, TLS: clientTLS, Logger: logger})
+	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Address: cfg.peers[cfg.nodeID],
+		Token: token, TLS: clientTLS, Logger: logger})
 	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Join: cfg.join, Transport: tr, Logger: logger})
 	if err != nil {
 		tr.Close()

@@ -148,7 +148,8 @@ func TestServeCluster(t *testing.T) {
 // directory, the others learning its Raft address from the change), after
 // moving a partition's replica to it with offsetd cluster move; then it
 // removes a founding node with offsetd cluster remove-node, and stops it:
-// the acknowledged offsets are still served, through the new node too.
+// the acknowledged offsets are still served, through the new node too,
+// also once a node restarted with the founding list of peers.
 func TestServeClusterMembers(t *testing.T) {
 	addrs := freeAddrs(t, 8)
 	raft, api := addrs[:4], addrs[4:]
@@ -221,4 +222,19 @@ func TestServeClusterMembers(t *testing.T) {
 	if out := admin(4, "status"); !strings.Contains(out, "PARTITION") || strings.Count(out, "\n") != 3 {
 		t.Fatalf("cluster status:\n%s", out)
 	}
+
+	// Node 2 restarts with the -peers it was first given, which lack node
+	// 4: it learns node 4's Raft address from node 4's messages, and the
+	// two of them serve once node 3 stops.
+	if code := nodes[2].stop(); code != 0 {
+		t.Fatalf("node 2 exited with %d", code)
+	}
+	nodes[2] = startServe(t, nodeArgs(2, peers), env)
+	commit(2, 4)
+	if code := nodes[3].stop(); code != 0 {
+		t.Fatalf("node 3 exited with %d", code)
+	}
+	delete(nodes, 3)
+	commit(4, 5)
+	check(2, 5)
 }
