@@ -401,8 +401,12 @@ func (g *group) handle(rd raft.Ready) error {
 			if err != nil {
 				return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
 			}
-			g.setConf(g.rn.ApplyConfChange(cc))
+			cs := g.rn.ApplyConfChange(cc)
+			g.setConf(cs)
 			g.node.learnPeer(cc.AsV2())
+			if hook := g.node.confApplied.Load(); hook != nil {
+				(*hook)(g.partition, cs)
+			}
 			confChanged = true
 		}
 		g.applied = e.GetIndex()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/offsetcheck"
 	"github.com/offsetd/offsetd/log"
@@ -266,4 +268,103 @@ func TestChangeOneAtATime(t *testing.T) {
 	// With four voters and one stopped, three of four still make a quorum.
 	tc.commitMany(ctx, 20, 40)
 	tc.checkMany(ctx, 40)
+}
+
+// TestLeaderDiesMidChange cuts the leader off at the moment it applies the
+// joint configuration of a move, before it can commit the entry that
+// leaves it: the other nodes elect a leader in the joint configuration
+// (a quorum of the old voters and one of the new), which leaves it by
+// itself; the change, asked again there, completes. No acknowledged commit
+// is lost, and the history stays linearizable.
+func TestLeaderDiesMidChange(t *testing.T) {
+	const parts, moved = 1, 0
+	tc := newTestCluster(t, 14, 3, parts)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	groups := groupsOf(t, parts, moved, 2)
+	h := offsetcheck.New()
+	stop := sync.OnceFunc(h.Load(groups, 2,
+		func(_ int, g string, v int64) error { return tc.commit(ctx, g, v) },
+		func(_ int, g string) (int64, error) { return tc.fetch(ctx, g) }))
+	defer stop()
+	if err := h.AwaitAcks(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := tc.anyNode(0, 0).AwaitLeader(ctx, moved, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := leader%3 + 1 // a follower leaves
+	const to = 4
+	tc.join(to)
+	ln := tc.node(leader)
+	cut := make(chan struct{})
+	hook := func(_ int, cs *pb.ConfState) {
+		if len(cs.GetVotersOutgoing()) > 0 {
+			tc.nw.Isolate(leader)
+			close(cut)
+		}
+	}
+	ln.confApplied.Store(&hook)
+
+	first, stopFirst := context.WithCancel(ctx)
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- ln.ChangeReplicas(first, moved, ReplicaChange{Add: to, Remove: from}) }()
+	select {
+	case <-cut:
+	case err := <-firstDone:
+		t.Fatalf("the change on leader %d ended before its joint configuration: %v", leader, err)
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	stopFirst()
+	<-firstDone
+	ln.confApplied.Store(nil)
+
+	// The others go on without the old leader, and finish the change.
+	var others []uint64
+	for _, id := range []uint64{1, 2, 3, to} {
+		if id != leader {
+			others = append(others, id)
+		}
+	}
+	if err := h.AwaitAcks(ctx, 20); err != nil {
+		t.Fatalf("after cutting leader %d off mid-change: %v", leader, err)
+	}
+	err = tc.leaderFor(ctx, "", func(n *Node) error {
+		if n.ID() == leader {
+			return &coordinator.NotLeaderError{Partition: moved} // cut off: ask another
+		}
+		return n.ChangeReplicas(ctx, moved, ReplicaChange{Add: to, Remove: from})
+	})
+	if err != nil {
+		t.Fatalf("resuming the change after leader %d was cut off: %v", leader, err)
+	}
+	var want []uint64
+	for _, id := range []uint64{1, 2, 3, to} {
+		if id != from {
+			want = append(want, id)
+		}
+	}
+	for _, id := range others {
+		if id == from {
+			continue
+		}
+		if err := awaitReplicas(ctx, tc.node(id), moved, want...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc.nw.Heal()
+	if err := awaitReplicas(ctx, ln, moved, want...); err != nil {
+		t.Fatal(err)
+	}
+	tc.stop(from)
+	if err := h.AwaitAcks(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	checkAcked(ctx, t, tc, h, groups)
+	if err := h.Check(t.TempDir(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 }

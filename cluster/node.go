@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/log"
@@ -117,6 +119,9 @@ type Node struct {
 	leaders   *signal.Signal // fires when a group's leader changes
 	progress  *signal.Signal // fires on every tick and configuration change
 	frozen    atomic.Bool    // tests stop the node's clock
+	// confApplied, set by tests, is called on a group's goroutine each time
+	// it applies a configuration change.
+	confApplied atomic.Pointer[func(partition int, cs *pb.ConfState)]
 
 	addrMu    sync.Mutex
 	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
