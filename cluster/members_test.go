@@ -91,9 +91,12 @@ func TestMoveReplicaUnderLoad(t *testing.T) {
 	}
 	const to = 4
 	newNode := tc.join(to)
+	began, ackedBefore := time.Now(), h.Acked()
 	if err := tc.changeReplicas(ctx, moved, ReplicaChange{Add: to, Remove: from}); err != nil {
 		t.Fatalf("move partition %d from node %d to %d: %v", moved, from, to, err)
 	}
+	t.Logf("moved partition %d from its leader, node %d, to node %d in %v; %d commits acknowledged meanwhile",
+		moved, from, to, time.Since(began).Round(time.Millisecond), h.Acked()-ackedBefore)
 	var want []uint64
 	for _, id := range []uint64{1, 2, 3, to} {
 		if id != from {
