@@ -25,18 +25,7 @@ import (
 var ErrChangePending = coordinator.ErrChangePending
 
 // Replicas is a partition's configuration as a node knows it.
-type Replicas struct {
-	Partition int `json:"partition"`
-	// Voters are the nodes whose votes make a quorum.
-	Voters []uint64 `json:"voters"`
-	// Learners receive the log without voting: nodes being added.
-	Learners []uint64 `json:"learners,omitempty"`
-	// Outgoing are the voters of the previous configuration while a joint
-	// change is under way: a quorum of each set is then needed.
-	Outgoing []uint64 `json:"outgoing,omitempty"`
-	// Leader is the leader as this node knows it, 0 if none.
-	Leader uint64 `json:"leader"`
-}
+type Replicas = coordinator.Replicas
 
 // Replicas returns partition's configuration as this node last applied
 // it.
@@ -62,19 +51,12 @@ func (n *Node) Replicas(partition int) (Replicas, error) {
 
 func sorted(ids []uint64) []uint64 { return slices.Sorted(slices.Values(ids)) }
 
-// ReplicaChange is one change of a partition's replicas: Add alone adds a
-// node, Remove alone removes one, both move the replica from Remove to
-// Add.
-type ReplicaChange struct {
-	// Add is the node to add, 0 for none.
-	Add uint64
-	// AddAddress is the host:port of Add's Raft listener, if the other
-	// nodes do not know it: it rides in the configuration change, and
-	// every node that applies it passes it to its transport's AddPeer.
-	AddAddress string
-	// Remove is the node to remove, 0 for none.
-	Remove uint64
-}
+// ReplicaChange is one change of a partition's replicas: Add alone adds
+// a node, Remove alone removes one, both move the replica from Remove to
+// Add. AddAddress, the host:port of Add's Raft listener, rides in the
+// configuration change: every node that applies it passes it to its
+// transport's AddPeer.
+type ReplicaChange = coordinator.ReplicaChange
 
 // ChangeReplicas changes partition's replicas, on the node that leads it
 // (others answer a *coordinator.NotLeaderError naming the leader), through

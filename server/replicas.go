@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+
+	"github.com/offsetd/offsetd/coordinator"
 )
 
 // ReplicaAdmin, set as Options.Replicas on a node of a cluster, shows and
@@ -11,15 +13,15 @@ import (
 // through Raft configuration changes).
 type ReplicaAdmin interface {
 	// Replicas returns partition's configuration as this node knows it.
-	Replicas(partition int) (Replicas, error)
+	Replicas(partition int) (coordinator.Replicas, error)
 	// ChangeReplicas makes the change on the partition's leader; elsewhere
 	// it fails with a *coordinator.NotLeaderError. A change under way
 	// makes it fail with coordinator.ErrChangePending.
-	ChangeReplicas(ctx context.Context, partition int, ch ReplicaChange) error
+	ChangeReplicas(ctx context.Context, partition int, ch coordinator.ReplicaChange) error
 }
 
-// Replicas is the JSON of a partition's configuration.
-type Replicas struct {
+// replicasJSON is the JSON of a partition's configuration.
+type replicasJSON struct {
 	Partition int      `json:"partition"`
 	Voters    []uint64 `json:"voters"`
 	Learners  []uint64 `json:"learners,omitempty"`
@@ -27,10 +29,10 @@ type Replicas struct {
 	Leader    uint64   `json:"leader"`
 }
 
-// ReplicaChange is the body of POST
+// replicaChangeJSON is the body of POST
 // /v1/cluster/partitions/{partition}/replicas: add a node, remove one, or
 // both (a move).
-type ReplicaChange struct {
+type replicaChangeJSON struct {
 	Add        uint64 `json:"add,omitempty"`
 	AddAddress string `json:"addAddress,omitempty"`
 	Remove     uint64 `json:"remove,omitempty"`
@@ -53,13 +55,14 @@ func (s *Server) listReplicas(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := make([]Replicas, s.c.Partitions())
+	out := make([]replicasJSON, s.c.Partitions())
 	for p := range out {
-		var err error
-		if out[p], err = admin.Replicas(p); err != nil {
+		rep, err := admin.Replicas(p)
+		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
+		out[p] = replicasJSON(rep)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -78,12 +81,12 @@ func (s *Server) changeReplicas(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "partition %q: want 0 to %d", r.PathValue("partition"), s.c.Partitions()-1))
 		return
 	}
-	var ch ReplicaChange
+	var ch replicaChangeJSON
 	if e := s.decodeBody(w, r, &ch); e != nil {
 		writeError(w, e)
 		return
 	}
-	if err := admin.ChangeReplicas(r.Context(), p, ch); err != nil {
+	if err := admin.ChangeReplicas(r.Context(), p, coordinator.ReplicaChange(ch)); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -92,5 +95,5 @@ func (s *Server) changeReplicas(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, replicasJSON(rep))
 }

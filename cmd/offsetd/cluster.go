@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
-	"github.com/offsetd/offsetd/server"
 )
 
 // peersFlag is -peers: id=host:port,... the Raft address of every node of
@@ -135,16 +133,4 @@ func (m *clusterMember) errors() <-chan error {
 		return nil
 	}
 	return m.served
-}
-
-// replicaAdmin serves a node's replica changes to the HTTP server.
-type replicaAdmin struct{ n *cluster.Node }
-
-func (a replicaAdmin) Replicas(partition int) (server.Replicas, error) {
-	r, err := a.n.Replicas(partition)
-	return server.Replicas(r), err
-}
-
-func (a replicaAdmin) ChangeReplicas(ctx context.Context, partition int, ch server.ReplicaChange) error {
-	return a.n.ChangeReplicas(ctx, partition, cluster.ReplicaChange(ch))
 }

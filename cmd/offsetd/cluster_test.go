@@ -59,6 +59,17 @@ func startCluster(t *testing.T, args ...string) (map[int]served, []string) {
 	return nodes, raft
 }
 
+// retryingClient is a client of url that rides out elections: it retries
+// 503 answers often and long.
+func retryingClient(t *testing.T, url string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, client.Options{Retries: 100, MaxRetryWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestServeClusterTLS runs a cluster with TLS and a token: clients speak
 // HTTPS to any node and are sent on to leaders over HTTPS, and the nodes'
 // Raft traffic is HTTPS too, refusing plain HTTP.
@@ -107,13 +118,7 @@ func TestServeCluster(t *testing.T) {
 	nodes, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	clientOf := func(id int) *client.Client {
-		c, err := client.New(nodes[id].url, client.Options{Retries: 100, MaxRetryWait: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	clientOf := func(id int) *client.Client { return retryingClient(t, nodes[id].url) }
 	commit := []client.OffsetCommit{{Topic: "t", Partition: 0, Offset: 7}}
 	if _, err := clientOf(2).Commit(ctx, "g", -1, commit); err != nil {
 		t.Fatalf("commit through node 2: %v", err)
@@ -169,13 +174,7 @@ func TestServeClusterMembers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	clientOf := func(id int) *client.Client {
-		c, err := client.New(nodes[id].url, client.Options{Retries: 100, MaxRetryWait: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	clientOf := func(id int) *client.Client { return retryingClient(t, nodes[id].url) }
 	commit := func(via, offset int) {
 		t.Helper()
 		if _, err := clientOf(via).Commit(ctx, "g", -1, []client.OffsetCommit{{Topic: "t", Offset: int64(offset)}}); err != nil {

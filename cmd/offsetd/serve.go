@@ -84,7 +84,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		if member, err = joinCluster(cfg, dataDir, copts, token, tlsConfig, logger); err != nil {
 			return err
 		}
-		c, inCluster, replicas = member.node.Coordinator(), member.node, replicaAdmin{member.node}
+		c, inCluster, replicas = member.node.Coordinator(), member.node, member.node
 	} else if c, err = coordinator.Open(dataDir, copts); err != nil {
 		return err
 	}
