@@ -113,6 +113,21 @@ func (tc *testCluster) anyNode(hint, not uint64) *Node {
 	return nil
 }
 
+// nextNode returns the running node that follows id in the order of the
+// peers, round and round: asking each in turn reaches one that knows the
+// leader, even past nodes that never will (cut off, or removed).
+func (tc *testCluster) nextNode(id uint64) *Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	at := slices.Index(tc.peers, id)
+	for i := 1; i <= len(tc.peers); i++ {
+		if n := tc.nodes[tc.peers[(at+i)%len(tc.peers)]]; n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
 // join starts node id, new to the cluster, on an empty data directory: it
 // waits to be added to the partitions' groups.
 func (tc *testCluster) join(id uint64) *Node {
@@ -138,6 +153,7 @@ var errNoNode = errors.New("no node runs")
 // left unknown is sent again: the tests' writes may happen twice.
 func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *Node) error) error {
 	var hint, avoid uint64
+	var turn uint64 // the last node asked in turn for a leader
 	for {
 		n := tc.anyNode(hint, avoid)
 		if n == nil {
@@ -153,10 +169,15 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 		case errors.As(err, &nle) && nle.Leader != 0 && tc.node(nle.Leader) != nil:
 			hint, avoid = nle.Leader, 0
 		case errors.As(err, &nle):
-			// n knows no leader that runs: ask another node, giving it a
-			// few election timeouts to learn of one.
+			// n knows no leader that runs: ask the next node in turn (not
+			// the one after n: a stale answer may have sent us back to n),
+			// giving it a few election timeouts to learn of one.
 			hint, avoid = 0, n.ID()
-			if other := tc.anyNode(0, n.ID()); other != nil {
+			if turn == 0 {
+				turn = n.ID()
+			}
+			if other := tc.nextNode(turn); other != nil {
+				hint, turn = other.ID(), other.ID()
 				wait, cancel := context.WithTimeout(ctx, 40*testTick)
 				leader, err := other.AwaitLeader(wait, nle.Partition, nle.Leader)
 				cancel()
@@ -166,6 +187,9 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 			}
 		case errors.Is(err, coordinator.ErrLeadershipLost) || errors.Is(err, coordinator.ErrClosed) || errors.Is(err, ErrStopped):
 			hint, avoid = 0, n.ID()
+			if other := tc.nextNode(n.ID()); other != nil {
+				hint = other.ID()
+			}
 		default:
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,22 @@ func groupsOf(t *testing.T, parts, partition, n int) []string {
 		}
 	}
 	return out
+}
+
+// describe says how each running node sees partition, for failures.
+func (tc *testCluster) describe(partition int) string {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	var b strings.Builder
+	for _, id := range tc.peers {
+		if n := tc.nodes[id]; n != nil {
+			r, err := n.Replicas(partition)
+			st := ""
+			n.groups[partition].call(context.Background(), func(error) { st = fmt.Sprint(n.groups[partition].rn.Status()) })
+			fmt.Fprintf(&b, "node %d: %+v %v %s\n", id, r, err, st)
+		}
+	}
+	return b.String()
 }
 
 // awaitReplicas waits until node n has applied partition's configuration
@@ -214,10 +231,7 @@ func TestChangeOneAtATime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	tc.commitMany(ctx, 0, 20)
-	leader, err := tc.anyNode(0, 0).AwaitLeader(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leader := tc.awaitPreferred(ctx)(0) // the lead no longer moves by itself
 	ln := tc.node(leader)
 
 	for _, bad := range []ReplicaChange{{}, {Add: 2, Remove: 2}, {Remove: 5, Add: 6}} {
@@ -293,19 +307,19 @@ func TestLeaderDiesMidChange(t *testing.T) {
 	if err := h.AwaitAcks(ctx, 20); err != nil {
 		t.Fatal(err)
 	}
-	leader, err := tc.anyNode(0, 0).AwaitLeader(ctx, moved, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := leader%3 + 1 // a follower leaves
+	leader := tc.awaitPreferred(ctx)(moved) // the lead no longer moves by itself
+	from := leader%3 + 1                     // a follower leaves
 	const to = 4
 	tc.join(to)
 	ln := tc.node(leader)
 	cut := make(chan struct{})
+	cutOnce := sync.OnceFunc(func() {
+		tc.nw.Isolate(leader)
+		close(cut)
+	})
 	hook := func(_ int, cs *pb.ConfState) {
 		if len(cs.GetVotersOutgoing()) > 0 {
-			tc.nw.Isolate(leader)
-			close(cut)
+			cutOnce()
 		}
 	}
 	ln.confApplied.Store(&hook)
@@ -332,9 +346,9 @@ func TestLeaderDiesMidChange(t *testing.T) {
 		}
 	}
 	if err := h.AwaitAcks(ctx, 20); err != nil {
-		t.Fatalf("after cutting leader %d off mid-change: %v", leader, err)
+		t.Fatalf("after cutting leader %d off mid-change: %v; %s", leader, err, tc.describe(moved))
 	}
-	err = tc.leaderFor(ctx, "", func(n *Node) error {
+	err := tc.leaderFor(ctx, "", func(n *Node) error {
 		if n.ID() == leader {
 			return &coordinator.NotLeaderError{Partition: moved} // cut off: ask another
 		}
