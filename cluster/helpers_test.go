@@ -225,6 +225,16 @@ func (tc *testCluster) fetch(ctx context.Context, group string) (int64, error) {
 
 // awaitApplied waits until node n's tables hold offset for group.
 func awaitApplied(ctx context.Context, n *Node, group string, offset int64) error {
+	return awaitOffset(ctx, n, group, offset, func(o int64) bool { return o == offset })
+}
+
+// awaitAtLeast waits until node n's tables hold offset, or a later one,
+// for group: writers may go on committing meanwhile.
+func awaitAtLeast(ctx context.Context, n *Node, group string, offset int64) error {
+	return awaitOffset(ctx, n, group, offset, func(o int64) bool { return o >= offset })
+}
+
+func awaitOffset(ctx context.Context, n *Node, group string, offset int64, done func(int64) bool) error {
 	c := n.Coordinator()
 	for {
 		_, changed, stop, err := c.WatchGroup(group)
@@ -232,7 +242,7 @@ func awaitApplied(ctx context.Context, n *Node, group string, offset int64) erro
 			return err
 		}
 		o, ok, err := c.Fetch(group, "t", 0)
-		if err != nil || ok && o.Offset == offset {
+		if err != nil || ok && done(o.Offset) {
 			stop()
 			return err
 		}
