@@ -308,7 +308,7 @@ func TestLeaderDiesMidChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := tc.awaitPreferred(ctx)(moved) // the lead no longer moves by itself
-	from := leader%3 + 1                     // a follower leaves
+	from := leader%3 + 1                    // a follower leaves
 	const to = 4
 	tc.join(to)
 	ln := tc.node(leader)
