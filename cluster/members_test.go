@@ -385,3 +385,35 @@ func TestLeaderDiesMidChange(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestJoinSticks: a joining node restarted before any leader added it,
+// without Join, still waits to be added (it does not found a cluster of
+// its own), and is then added as any other.
+func TestJoinSticks(t *testing.T) {
+	tc := newTestCluster(t, 15, 3, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tc.commitMany(ctx, 0, 20)
+	tc.join(4)
+	tc.stop(4)
+	tc.mu.Lock()
+	tc.joined[4] = false
+	tc.mu.Unlock()
+	n := tc.start(4)
+	var commit uint64
+	if err := n.groups[0].call(ctx, func(error) { commit = n.groups[0].rn.BasicStatus().GetCommit() }); err != nil {
+		t.Fatal(err)
+	}
+	if commit != 0 {
+		t.Fatalf("node 4, restarted without Join, bootstrapped a log committed to %d", commit)
+	}
+	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Add: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitReplicas(ctx, n, 0, 1, 2, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitApplied(ctx, n, "g19", 19); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -36,7 +36,8 @@ type Options struct {
 	// then catch up from the leader's snapshot and log. Without it, an
 	// empty node bootstraps every group with Peers as voters, which only
 	// the founding nodes of a cluster may do. It changes nothing for a
-	// data directory that holds a group's log.
+	// data directory that holds a group's log. It sticks to the data
+	// directory: a node once started with it never founds a cluster.
 	Join bool
 	// TickInterval is Raft's clock tick. Zero means 100ms.
 	TickInterval time.Duration
@@ -140,6 +141,13 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	if !opts.Join {
+		joined, err := joinedBefore(dir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Join = joined
+	}
 	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
 	copts.Replication = n
 	copts.LoadInBackground = false
@@ -208,6 +216,11 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		n.groups = append(n.groups, newGroup(n, len(n.groups)))
 	}
 	n.committer = committer
+	if n.opts.Join {
+		if err := markJoined(n.dir); err != nil {
+			return nil, err
+		}
+	}
 	replicas := make([]coordinator.Replica, parts)
 	for i, g := range n.groups {
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
