@@ -75,7 +75,8 @@ type ReplicaChange = coordinator.ReplicaChange
 // Called again after an interruption (a new leader, a cancelled ctx), it
 // resumes where the change stopped; called for a change already made, it
 // returns nil. While a change is under way, another is refused with
-// ErrChangePending. No acknowledged write is lost on the way: every
+// ErrChangePending; removing the learner of an addition that cannot finish
+// (its node never came) abandons it. No acknowledged write is lost on the way: every
 // configuration a change passes through commits with a quorum of the
 // voters that held every acknowledged write.
 func (n *Node) ChangeReplicas(ctx context.Context, partition int, ch ReplicaChange) error {
@@ -180,10 +181,11 @@ func (c *changer) step(g *group) stepResult {
 	_, addVoter := voters[c.Add]
 	_, addLearner := learners[c.Add]
 	_, removeVoter := voters[c.Remove]
+	_, removeLearner := learners[c.Remove]
 	adding := c.Add != 0 && !addVoter
-	removing := c.Remove != 0 && (removeVoter || isMember(outgoing, c.Remove))
+	removing := c.Remove != 0 && (removeVoter || removeLearner || isMember(outgoing, c.Remove))
 	if c.first {
-		if c.Remove != 0 && !removeVoter && c.Add != 0 && !addVoter && !addLearner {
+		if c.Remove != 0 && !removeVoter && !removeLearner && c.Add != 0 && !addVoter && !addLearner {
 			return stepResult{err: fmt.Errorf("%w: partition %d: node %d is not a voter", ErrInvalid, g.partition, c.Remove)}
 		}
 		if !adding && !removing {
@@ -196,11 +198,11 @@ func (c *changer) step(g *group) stepResult {
 			return stepResult{err: fmt.Errorf("%w: partition %d: configuration %v", ErrChangePending, g.partition, cfg)}
 		}
 		for id := range learners {
-			if id != c.Add {
+			if id != c.Add && id != c.Remove { // removing a learner abandons its addition
 				return stepResult{err: fmt.Errorf("%w: partition %d: node %d is being added", ErrChangePending, g.partition, id)}
 			}
 		}
-		if removing && !adding && len(voters) == 1 {
+		if removeVoter && !adding && len(voters) == 1 {
 			return stepResult{err: fmt.Errorf("%w: partition %d: node %d is its last voter", ErrInvalid, g.partition, c.Remove)}
 		}
 	}

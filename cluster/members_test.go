@@ -224,7 +224,8 @@ func TestAddRemoveNode(t *testing.T) {
 // TestChangeOneAtATime: a change waiting for its new node refuses a
 // second on the same partition; once interrupted, another change is still
 // refused while the first one's learner is there; asked again, on a new
-// leader after the old one stopped, it resumes and completes.
+// leader after the old one stopped, it resumes and completes. An addition
+// whose node never comes is abandoned by removing that node.
 func TestChangeOneAtATime(t *testing.T) {
 	const parts = 1
 	tc := newTestCluster(t, 13, 3, parts)
@@ -285,6 +286,26 @@ func TestChangeOneAtATime(t *testing.T) {
 	// With four voters and one stopped, three of four still make a quorum.
 	tc.commitMany(ctx, 20, 40)
 	tc.checkMany(ctx, 40)
+
+	// An addition abandoned: node 5 never starts, and removing it ends the
+	// change its learner holds up.
+	short, stopShort := context.WithTimeout(ctx, 50*testTick)
+	err := tc.changeReplicas(short, 0, ReplicaChange{Add: 5})
+	stopShort()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("adding node 5, which never starts: %v", err)
+	}
+	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Remove: 2}); !errors.Is(err, ErrChangePending) {
+		t.Fatalf("a change while node 5 is a learner: %v, want ErrChangePending", err)
+	}
+	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Remove: 5}); err != nil {
+		t.Fatalf("removing node 5: %v", err)
+	}
+	if err := awaitReplicas(ctx, tc.node(4), 0, 1, 2, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	tc.commitMany(ctx, 40, 60)
+	tc.checkMany(ctx, 60)
 }
 
 // TestLeaderDiesMidChange cuts the leader off at the moment it applies the
