@@ -10,7 +10,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -121,11 +120,11 @@ func (n *Node) ChangeReplicas(ctx context.Context, partition int, ch ReplicaChan
 		}
 		c.first = false
 		if res.snapshot {
-			// A new node needs a snapshot that has it in its configuration.
+			// A new node needs a snapshot that has it in its configuration;
+			// the next step sees whether this one does.
 			if err := n.coord.Snapshot(ctx); err != nil {
 				return err
 			}
-			continue
 		}
 		select {
 		case <-wake:
@@ -228,7 +227,9 @@ func (c *changer) step(g *group) stepResult {
 		}
 		pr, ok := st.Progress[c.Add]
 		if !ok || pr.Match < c.caughtUp {
-			if ok && pr.State == tracker.StateSnapshot && !g.snapshotHas(c.Add) {
+			// A node that lacks what the log still holds catches up only
+			// from a snapshot.
+			if first, _ := g.storage.FirstIndex(); ok && pr.Match+1 < first && !g.snapshotHas(c.Add) {
 				return stepResult{snapshot: true}
 			}
 			return stepResult{}

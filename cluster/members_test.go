@@ -438,3 +438,30 @@ func TestJoinSticks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAddNodeFromSnapshot adds a node to a quiet partition whose log was
+// compacted: it can only catch up from a snapshot, and raft sends a node
+// only a snapshot whose configuration has it, which none taken before the
+// node was added has. The change takes one, and the node catches up.
+func TestAddNodeFromSnapshot(t *testing.T) {
+	tc := newTestCluster(t, 16, 3, 1, smallJournal)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tc.commitMany(ctx, 0, 200)
+	tc.snapshot(ctx)
+	tc.commitMany(ctx, 200, 400)
+	tc.snapshot(ctx)
+	n := tc.join(4)
+	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Add: 4}); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, "4"), 0))
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("node 4 caught up without a snapshot (%v, %v): the log was not compacted", snaps, err)
+	}
+	for g := range 20 {
+		if err := awaitApplied(ctx, n, fmt.Sprint("g", g), int64(380+g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
