@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/offsetcheck"
-	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/partitioner"
 )
 
@@ -125,10 +123,7 @@ func TestMoveReplicaUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, fmt.Sprint(to)), moved))
-	if err != nil || len(snaps) == 0 {
-		t.Fatalf("node %d caught up without a snapshot (%v, %v)", to, snaps, err)
-	}
+	tc.requireSnapshot(to, moved)
 	if err := h.AwaitAcks(ctx, 30); err != nil {
 		t.Fatalf("after the move: %v", err)
 	}
@@ -447,21 +442,11 @@ func TestAddNodeFromSnapshot(t *testing.T) {
 	tc := newTestCluster(t, 16, 3, 1, smallJournal)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	tc.commitMany(ctx, 0, 200)
-	tc.snapshot(ctx)
-	tc.commitMany(ctx, 200, 400)
-	tc.snapshot(ctx)
+	tc.compactLogs(ctx)
 	n := tc.join(4)
 	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Add: 4}); err != nil {
 		t.Fatal(err)
 	}
-	snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, "4"), 0))
-	if err != nil || len(snaps) == 0 {
-		t.Fatalf("node 4 caught up without a snapshot (%v, %v): the log was not compacted", snaps, err)
-	}
-	for g := range 20 {
-		if err := awaitApplied(ctx, n, fmt.Sprint("g", g), int64(380+g)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tc.requireSnapshot(4, 0)
+	tc.awaitMany(ctx, n, 400)
 }
