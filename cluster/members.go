@@ -75,9 +75,12 @@ type ReplicaChange = coordinator.ReplicaChange
 // resumes where the change stopped; called for a change already made, it
 // returns nil. While a change is under way, another is refused with
 // ErrChangePending; removing the learner of an addition that cannot finish
-// (its node never came) abandons it. No acknowledged write is lost on the way: every
-// configuration a change passes through commits with a quorum of the
-// voters that held every acknowledged write.
+// (its node never came) abandons it.
+//
+// No acknowledged write is lost on the way: each change commits on a
+// quorum of the configuration before it, and every quorum of the new
+// configuration (of both halves of a joint one) overlaps every quorum of
+// the old, so whichever leader it elects holds every acknowledged write.
 func (n *Node) ChangeReplicas(ctx context.Context, partition int, ch ReplicaChange) error {
 	if !n.started.Load() {
 		return fmt.Errorf("%w: partition %d", coordinator.ErrLoading, partition)
