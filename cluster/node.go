@@ -22,8 +22,9 @@ type Options struct {
 	// ID is this node's id, one of Peers; ids are not 0.
 	ID uint64
 	// Peers lists the id of every node of the cluster, this one's
-	// included: each partition is replicated on all of them. Three
-	// tolerate the loss of one, five of two.
+	// included: a new cluster's partitions are replicated on all of them
+	// (ChangeReplicas changes that later). Three tolerate the loss of one,
+	// five of two.
 	Peers []uint64
 	// Transport carries messages to the other nodes. Required. If it has
 	// a method AddPeer(id uint64, addr string), the node calls it when a
