@@ -93,6 +93,8 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusConflict && e.Code == "stale_generation"
 	case ErrSealedHistory:
 		return e.Status == http.StatusConflict && e.Code == "sealed_history"
+	case ErrChangePending:
+		return e.Status == http.StatusConflict && e.Code == "change_pending"
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
 	}

@@ -1,6 +1,7 @@
 // Package cluster replicates a coordinator's internal partitions over
 // several nodes: each partition is a Raft group (go.etcd.io/raft/v3),
-// replicated on every node of the cluster, led by one of them. A write is
+// replicated on the nodes of its configuration (at first every node of
+// the cluster), led by one of them. A write is
 // acknowledged once a quorum of the group holds it durably and the leader
 // has applied it; every replica applies the group's committed records, in
 // log order, through the coordinator's own apply path.
@@ -41,6 +42,25 @@
 // newest snapshot the log allows, and raft hands the coordinator the
 // committed entries after it.
 //
+// A group's configuration has no record of its own: it is the newest
+// snapshot record's (whose metadata carries the configuration at its
+// index) changed by the configuration entries of the log after it, and a
+// group restarts with the configuration as of the index its partition
+// resumes from (see confstate.go).
+//
+// # Membership
+//
+// ChangeReplicas changes one partition's replicas on its leader, one
+// change at a time: a node joins as a learner, catches up from the
+// leader's newest snapshot and log, and is promoted while the node it
+// replaces (if any) is removed, in one joint configuration change
+// (ConfChangeV2, left by raft itself); a leader that is removed hands its
+// lead off first. Each step is derived from the group's configuration
+// and progress alone, so a change interrupted anywhere (a new leader, a
+// cancelled call) resumes when asked again. A node that joins a running
+// cluster starts with Options.Join: its groups wait to be added instead of
+// bootstrapping.
+//
 // # Reads
 //
 // Reads are linearizable through Raft's ReadIndex (coordinator.Barrier):
@@ -56,5 +76,6 @@
 //	c := n.Coordinator()            // writes on the leader; others answer *coordinator.NotLeaderError
 //	err = c.Barrier(ctx, group)     // then reads of group are linearizable
 //	n.Receive(msgs)                 // what the transport brings from the other nodes
+//	err = n.ChangeReplicas(ctx, p, cluster.ReplicaChange{Add: 4, Remove: 1}) // on p's leader
 //	err = n.Close()
 package cluster

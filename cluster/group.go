@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/log"
@@ -33,7 +33,6 @@ type group struct {
 	storage   storage
 	replayed  replayed // what the journal held, until start
 	keeper    keeper
-	confState *pb.ConfState // the group's configuration, for the snapshots of its log
 	rn        *raft.RawNode
 
 	inbox    chan *pb.Message
@@ -42,11 +41,9 @@ type group struct {
 	tick     chan struct{}
 	handoff  chan struct{} // asks the group to hand its lead to another node
 	compacts chan compaction
+	calls    chan func(failed error) // run on the group's goroutine (failed: why it stopped)
 
-	// preferred is the node that should lead the group when it is up and
-	// caught up: partitions are dealt out over the sorted peers, so that
-	// leaders, and the work of coordinating, spread over the nodes.
-	preferred uint64
+	changing atomic.Bool // a ChangeReplicas runs on this node
 
 	// Owned by run.
 	records   []log.Entry
@@ -55,6 +52,7 @@ type group struct {
 	nextRead  uint64
 	leadTerm  uint64 // the term this node leads, 0 when it does not
 	startTerm uint64 // the term whose first committed entry termStart is
+	applied   uint64 // the last index handed to the coordinator
 
 	mu        sync.Mutex
 	leader    uint64                  // guarded by mu
@@ -62,6 +60,7 @@ type group struct {
 	queue     []coordinator.Committed // guarded by mu: committed, not yet taken
 	nudge     bool                    // guarded by mu: the leader changed since the last batch
 	failed    error                   // guarded by mu
+	conf      *pb.ConfState           // guarded by mu: the configuration applied last
 	wake      chan struct{}           // holds a token while queue may be non-empty
 	committed chan []coordinator.Committed
 }
@@ -96,13 +95,14 @@ func newGroup(n *Node, partition int) *group {
 	return &group{
 		node:      n,
 		partition: partition,
-		storage:   storage{raft.NewMemoryStorage(), coordinator.SnapshotDir(n.dir, partition)},
+		storage:   storage{MemoryStorage: raft.NewMemoryStorage(), dir: coordinator.SnapshotDir(n.dir, partition)},
 		inbox:     make(chan *pb.Message, inboxSize),
 		props:     make(chan proposal),
 		reads:     make(chan readRequest),
 		tick:      make(chan struct{}, 1),
 		handoff:   make(chan struct{}, 1),
 		compacts:  make(chan compaction),
+		calls:     make(chan func(error)),
 		reading:   make(map[uint64]chan readResult),
 		wake:      make(chan struct{}, 1),
 		committed: make(chan []coordinator.Committed),
@@ -110,10 +110,19 @@ func newGroup(n *Node, partition int) *group {
 }
 
 // start makes the group's RawNode: a group with nothing stored is a new
-// cluster's, bootstrapped with every peer as a voter; the others restart
-// from what the journal held.
+// cluster's, bootstrapped with every peer as a voter, unless the node
+// joins a running cluster (it then waits for a leader to add it); the
+// others restart from what the journal held, with the configuration as of
+// applied.
 func (g *group) start(applied uint64) error {
 	o := g.node.opts
+	cs, err := confStateAt(g.storage.MemoryStorage, applied)
+	if err != nil {
+		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
+	}
+	g.storage.conf = cs
+	g.conf = cs
+	g.applied = applied
 	cfg := &raft.Config{
 		Applied:         applied,
 		ID:              o.ID,
@@ -124,16 +133,17 @@ func (g *group) start(applied uint64) error {
 		MaxInflightMsgs: 256,
 		CheckQuorum:     true,
 		PreVote:         true,
-		Logger:          raftLogger{o.Logger.With("partition", g.partition)},
+		// A leader that a change removes hands the group over at once.
+		StepDownOnRemoval: true,
+		Logger:            raftLogger{o.Logger.With("partition", g.partition)},
 	}
 	rn, err := raft.NewRawNode(cfg)
 	if err != nil {
 		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
 	}
-	hs, cs, _ := g.storage.InitialState()
-	g.confState = cs
+	hs, _, _ := g.storage.InitialState()
 	last, _ := g.storage.LastIndex()
-	if raft.IsEmptyHardState(hs) && last == 0 {
+	if raft.IsEmptyHardState(hs) && last == 0 && !o.Join {
 		peers := make([]raft.Peer, len(o.Peers))
 		for i, id := range o.Peers {
 			peers[i] = raft.Peer{ID: id}
@@ -143,8 +153,6 @@ func (g *group) start(applied uint64) error {
 		}
 	}
 	g.rn = rn
-	sorted := slices.Sorted(slices.Values(o.Peers))
-	g.preferred = sorted[g.partition%len(sorted)]
 	return nil
 }
 
@@ -159,6 +167,8 @@ func (g *group) run(stop <-chan struct{}) {
 		case <-g.tick:
 			g.rn.Tick()
 			g.balance()
+		case fn := <-g.calls:
+			fn(nil)
 		case <-g.handoff:
 			g.handOff()
 		case c := <-g.compacts:
@@ -195,13 +205,28 @@ func (g *group) run(stop <-chan struct{}) {
 	}
 }
 
+// preferred returns the node that should lead the group when it is up and
+// caught up, 0 while its configuration changes: partitions are dealt out
+// over their sorted voters, so that leaders, and the work of coordinating,
+// spread over the nodes. Every node that applied the same configuration
+// prefers the same node.
+func (g *group) preferred() uint64 {
+	cs := g.conf // written on this goroutine only
+	voters := cs.GetVoters()
+	if len(voters) == 0 || len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearners()) > 0 || g.changing.Load() {
+		return 0
+	}
+	return slices.Sorted(slices.Values(voters))[g.partition%len(voters)]
+}
+
 // balance hands the lead to the group's preferred node when this node
 // leads in its place and the preferred node is up (heard from since the
 // leader last checked its quorum) and has the whole log, so that the
 // transfer stalls writes for one round trip at most. It runs every tick:
 // RecentActive is false for a tick or so after each check of the quorum.
 func (g *group) balance() {
-	if g.preferred == g.node.opts.ID {
+	preferred := g.preferred()
+	if preferred == 0 || preferred == g.node.opts.ID {
 		return
 	}
 	st := g.rn.BasicStatus()
@@ -211,12 +236,12 @@ func (g *group) balance() {
 	last, _ := g.storage.LastIndex()
 	ready := false
 	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-		if id == g.preferred {
+		if id == preferred {
 			ready = pr.RecentActive && pr.Match == last
 		}
 	})
 	if ready {
-		g.rn.TransferLeader(g.preferred)
+		g.rn.TransferLeader(preferred)
 	}
 }
 
@@ -229,7 +254,7 @@ func (g *group) handOff() {
 	}
 	var target, match uint64
 	for id, pr := range st.Progress {
-		if id != g.node.opts.ID && pr.RecentActive && (target == 0 || pr.Match > match) {
+		if id != g.node.opts.ID && !pr.IsLearner && pr.RecentActive && (target == 0 || pr.Match > match) {
 			target, match = id, pr.Match
 		}
 	}
@@ -313,7 +338,8 @@ func (g *group) handle(rd raft.Ready) error {
 			if err := g.storage.ApplySnapshot(&pb.Snapshot{Metadata: meta}); err != nil {
 				return err
 			}
-			g.confState = meta.GetConfState()
+			g.setConf(meta.GetConfState())
+			g.applied = meta.GetIndex()
 		}
 		for _, e := range rd.Entries {
 			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
@@ -364,24 +390,26 @@ func (g *group) handle(rd raft.Ready) error {
 	if g.startTerm != g.leadTerm {
 		g.startTerm, termStart = g.leadTerm, 0
 	}
+	confChanged := false
 	for _, e := range rd.CommittedEntries {
 		c := coordinator.Committed{Index: e.GetIndex(), Term: e.GetTerm()}
 		switch e.GetType() {
 		case pb.EntryNormal:
 			c.Data = e.GetData()
-		case pb.EntryConfChange:
-			var cc pb.ConfChange
-			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
+		case pb.EntryConfChange, pb.EntryConfChangeV2:
+			cc, err := confChangeOf(e)
+			if err != nil {
+				return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
 			}
-			g.confState = g.rn.ApplyConfChange(&cc)
-		case pb.EntryConfChangeV2:
-			var cc pb.ConfChangeV2
-			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-				return fmt.Errorf("cluster: partition %d: conf change %d: %w", g.partition, e.GetIndex(), err)
+			cs := g.rn.ApplyConfChange(cc)
+			g.setConf(cs)
+			g.node.learnPeer(cc.AsV2())
+			if hook := g.node.confApplied.Load(); hook != nil {
+				(*hook)(g.partition, cs)
 			}
-			g.confState = g.rn.ApplyConfChange(&cc)
+			confChanged = true
 		}
+		g.applied = e.GetIndex()
 		if g.leadTerm != 0 && e.GetTerm() == g.leadTerm && termStart == 0 {
 			termStart = e.GetIndex()
 		}
@@ -395,6 +423,9 @@ func (g *group) handle(rd raft.Ready) error {
 	g.mu.Unlock()
 	if changed {
 		g.node.leaders.Fire()
+	}
+	if changed || confChanged {
+		g.node.progress.Fire()
 	}
 	if len(out) > 0 || changed {
 		select {
@@ -466,6 +497,8 @@ func (g *group) refuse(stop <-chan struct{}) {
 			return
 		case <-g.tick:
 		case <-g.inbox:
+		case fn := <-g.calls:
+			fn(err)
 		case p := <-g.props:
 			p.done <- proposalResult{err: err}
 		case r := <-g.reads:

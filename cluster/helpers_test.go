@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +24,9 @@ type testCluster struct {
 	parts int
 	copts coordinator.Options // of every node; Partitions and Logger are set
 
-	mu    sync.Mutex
-	nodes map[uint64]*Node // guarded by mu: the running ones
+	mu     sync.Mutex
+	nodes  map[uint64]*Node // guarded by mu: the running ones
+	joined map[uint64]bool  // guarded by mu: nodes that joined the running cluster
 }
 
 // testTick is the Raft tick of test clusters: elections take 10-20 ticks.
@@ -33,7 +35,7 @@ const testTick = 5 * time.Millisecond
 func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...func(*coordinator.Options)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, nw: NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*Node),
-		copts: coordinator.Options{Partitions: parts, Logger: quiet}}
+		copts: coordinator.Options{Partitions: parts, Logger: quiet}, joined: make(map[uint64]bool)}
 	for _, c := range configure {
 		c(&tc.copts)
 	}
@@ -44,7 +46,10 @@ func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...fun
 		tc.start(id)
 	}
 	t.Cleanup(func() {
-		for _, id := range tc.peers {
+		tc.mu.Lock()
+		peers := slices.Clone(tc.peers)
+		tc.mu.Unlock()
+		for _, id := range peers {
 			tc.stop(id)
 		}
 		tc.nw.Close()
@@ -57,9 +62,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // start opens node id on its data directory.
 func (tc *testCluster) start(id uint64) *Node {
 	tc.t.Helper()
-	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)),
-		tc.copts,
-		Options{ID: id, Peers: tc.peers, Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet})
+	tc.mu.Lock()
+	opts := Options{ID: id, Peers: slices.Clone(tc.peers), Join: tc.joined[id], Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet}
+	tc.mu.Unlock()
+	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)), tc.copts, opts)
 	if err != nil {
 		tc.t.Fatalf("open node %d: %v", id, err)
 	}
@@ -107,6 +113,37 @@ func (tc *testCluster) anyNode(hint, not uint64) *Node {
 	return nil
 }
 
+// nextNode returns the running node that follows id in the order of the
+// peers, round and round: asking each in turn reaches one that knows the
+// leader, even past nodes that never will (cut off, or removed).
+func (tc *testCluster) nextNode(id uint64) *Node {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	at := slices.Index(tc.peers, id)
+	for i := 1; i <= len(tc.peers); i++ {
+		if n := tc.nodes[tc.peers[(at+i)%len(tc.peers)]]; n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// join starts node id, new to the cluster, on an empty data directory: it
+// waits to be added to the partitions' groups.
+func (tc *testCluster) join(id uint64) *Node {
+	tc.t.Helper()
+	tc.mu.Lock()
+	tc.peers = append(tc.peers, id)
+	tc.joined[id] = true
+	tc.mu.Unlock()
+	return tc.start(id)
+}
+
+// changeReplicas runs ChangeReplicas on the leader of partition.
+func (tc *testCluster) changeReplicas(ctx context.Context, partition int, ch ReplicaChange) error {
+	return tc.leaderFor(ctx, "", func(n *Node) error { return n.ChangeReplicas(ctx, partition, ch) })
+}
+
 // errNoNode reports that no node runs to send a request to.
 var errNoNode = errors.New("no node runs")
 
@@ -116,6 +153,7 @@ var errNoNode = errors.New("no node runs")
 // left unknown is sent again: the tests' writes may happen twice.
 func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *Node) error) error {
 	var hint, avoid uint64
+	var turn uint64 // the last node asked in turn for a leader
 	for {
 		n := tc.anyNode(hint, avoid)
 		if n == nil {
@@ -131,10 +169,15 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 		case errors.As(err, &nle) && nle.Leader != 0 && tc.node(nle.Leader) != nil:
 			hint, avoid = nle.Leader, 0
 		case errors.As(err, &nle):
-			// n knows no leader that runs: ask another node, giving it a
-			// few election timeouts to learn of one.
+			// n knows no leader that runs: ask the next node in turn (not
+			// the one after n: a stale answer may have sent us back to n),
+			// giving it a few election timeouts to learn of one.
 			hint, avoid = 0, n.ID()
-			if other := tc.anyNode(0, n.ID()); other != nil {
+			if turn == 0 {
+				turn = n.ID()
+			}
+			if other := tc.nextNode(turn); other != nil {
+				hint, turn = other.ID(), other.ID()
 				wait, cancel := context.WithTimeout(ctx, 40*testTick)
 				leader, err := other.AwaitLeader(wait, nle.Partition, nle.Leader)
 				cancel()
@@ -144,6 +187,9 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 			}
 		case errors.Is(err, coordinator.ErrLeadershipLost) || errors.Is(err, coordinator.ErrClosed) || errors.Is(err, ErrStopped):
 			hint, avoid = 0, n.ID()
+			if other := tc.nextNode(n.ID()); other != nil {
+				hint = other.ID()
+			}
 		default:
 			return err
 		}
@@ -179,6 +225,16 @@ func (tc *testCluster) fetch(ctx context.Context, group string) (int64, error) {
 
 // awaitApplied waits until node n's tables hold offset for group.
 func awaitApplied(ctx context.Context, n *Node, group string, offset int64) error {
+	return awaitOffset(ctx, n, group, offset, func(o int64) bool { return o == offset })
+}
+
+// awaitAtLeast waits until node n's tables hold offset, or a later one,
+// for group: writers may go on committing meanwhile.
+func awaitAtLeast(ctx context.Context, n *Node, group string, offset int64) error {
+	return awaitOffset(ctx, n, group, offset, func(o int64) bool { return o >= offset })
+}
+
+func awaitOffset(ctx context.Context, n *Node, group string, offset int64, done func(int64) bool) error {
 	c := n.Coordinator()
 	for {
 		_, changed, stop, err := c.WatchGroup(group)
@@ -186,7 +242,7 @@ func awaitApplied(ctx context.Context, n *Node, group string, offset int64) erro
 			return err
 		}
 		o, ok, err := c.Fetch(group, "t", 0)
-		if err != nil || ok && o.Offset == offset {
+		if err != nil || ok && done(o.Offset) {
 			stop()
 			return err
 		}

@@ -23,6 +23,7 @@ const RaftPath = "/raft/v1/messages"
 const (
 	headerFrom      = "X-Offsetd-From"
 	headerAdvertise = "X-Offsetd-Advertise"
+	headerRaft      = "X-Offsetd-Raft"
 )
 
 // HTTPOptions configures an HTTPTransport.
@@ -35,6 +36,11 @@ type HTTPOptions struct {
 	// Advertise is the host:port where this node serves clients, sent with
 	// every message so that the other nodes can send clients here.
 	Advertise string
+	// Address is the host:port where the other nodes reach this node's
+	// Raft listener, sent with every message so that a node that does not
+	// know this one (it joined later, and the other restarted with an
+	// older list of peers) learns where to answer.
+	Address string
 	// Token, when not empty, is sent as a bearer token and required of
 	// what Handler receives.
 	Token string
@@ -55,7 +61,8 @@ type HTTPOptions struct {
 // Raft survives.
 type HTTPTransport struct {
 	opts   HTTPOptions
-	queues map[uint64]chan []byte
+	mu     sync.RWMutex
+	queues map[uint64]chan []byte // guarded by mu
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -81,19 +88,38 @@ func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 	}
 	t := &HTTPTransport{opts: opts, queues: make(map[uint64]chan []byte), stop: make(chan struct{})}
 	for id, addr := range opts.Peers {
-		q := make(chan []byte, peerQueue)
-		t.queues[id] = q
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
-			t.sender(id, addr, q)
-		}()
+		t.AddPeer(id, addr)
 	}
 	return t
 }
 
+// AddPeer starts sending to node id at addr, the host:port of its Raft
+// listener; a node the transport already sends to keeps its address. A
+// Node calls it when a configuration change adds a node with its address.
+func (t *HTTPTransport) AddPeer(id uint64, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.queues[id]; ok || id == t.opts.ID {
+		return
+	}
+	select {
+	case <-t.stop:
+		return
+	default:
+	}
+	q := make(chan []byte, peerQueue)
+	t.queues[id] = q
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.sender(id, addr, q)
+	}()
+}
+
 // Send queues each message for its peer, encoded; a full queue drops it.
 func (t *HTTPTransport) Send(msgs []Message) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	for _, m := range msgs {
 		q := t.queues[m.Raft.GetTo()]
 		if q == nil {
@@ -157,6 +183,9 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 	if t.opts.Advertise != "" {
 		req.Header.Set(headerAdvertise, t.opts.Advertise)
 	}
+	if t.opts.Address != "" {
+		req.Header.Set(headerRaft, t.opts.Address)
+	}
 	if t.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.opts.Token)
 	}
@@ -174,12 +203,15 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 
 // Close stops the senders; what is queued is dropped.
 func (t *HTTPTransport) Close() {
+	t.mu.Lock()
 	close(t.stop)
+	t.mu.Unlock()
 	t.wg.Wait()
 }
 
 // Handler returns the handler of RaftPath that hands what arrives to n,
-// and keeps the client address each sender advertises. With a token, it
+// and keeps the client address each sender advertises, and the Raft
+// address of a sender its transport does not know. With a token, it
 // refuses requests that do not carry it.
 func Handler(n *Node, token string) http.Handler {
 	want := ""
@@ -209,6 +241,9 @@ func Handler(n *Node, token string) http.Handler {
 		if from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64); err == nil && from != 0 {
 			if addr := r.Header.Get(headerAdvertise); addr != "" {
 				n.SetAddress(from, addr)
+			}
+			if addr := r.Header.Get(headerRaft); addr != "" {
+				n.addPeer(from, addr)
 			}
 		}
 		n.Receive(msgs)

@@ -11,12 +11,18 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// TestHTTPTransport runs three nodes that talk over real HTTP on
-// loopback: commits on the leader reach every node, a follower learns
-// where the leader serves clients, and the cluster serves again once the
-// leader's node is gone.
-func TestHTTPTransport(t *testing.T) {
-	const size = 3
+// httpMember is a node of a test cluster over real HTTP on loopback.
+type httpMember struct {
+	node      *Node
+	transport *HTTPTransport
+	server    *http.Server
+}
+
+// startHTTPCluster starts size nodes that talk over HTTP on loopback;
+// knows says whether a node is given another's address at start. It
+// returns the running nodes and a function that stops one.
+func startHTTPCluster(t *testing.T, size uint64, knows func(id, other uint64) bool) (map[uint64]*httpMember, map[uint64]string, func(id uint64)) {
+	t.Helper()
 	dir := t.TempDir()
 	listeners := map[uint64]net.Listener{}
 	addrs := map[uint64]string{}
@@ -29,12 +35,7 @@ func TestHTTPTransport(t *testing.T) {
 		listeners[id], addrs[id] = l, l.Addr().String()
 		peers = append(peers, id)
 	}
-	type member struct {
-		node      *Node
-		transport *HTTPTransport
-		server    *http.Server
-	}
-	members := map[uint64]*member{}
+	members := map[uint64]*httpMember{}
 	stop := func(id uint64) {
 		m := members[id]
 		if m == nil {
@@ -55,11 +56,11 @@ func TestHTTPTransport(t *testing.T) {
 	for _, id := range peers {
 		others := map[uint64]string{}
 		for p, a := range addrs {
-			if p != id {
+			if p != id && knows(id, p) {
 				others[p] = a
 			}
 		}
-		tr := NewHTTPTransport(HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Token: "secret", Logger: quiet})
+		tr := NewHTTPTransport(HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Address: addrs[id], Token: "secret", Logger: quiet})
 		n, err := Open(filepath.Join(dir, fmt.Sprint(id)), coordinator.Options{Partitions: 2, Logger: quiet},
 			Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: quiet})
 		if err != nil {
@@ -67,8 +68,17 @@ func TestHTTPTransport(t *testing.T) {
 		}
 		srv := &http.Server{Handler: Handler(n, "secret")}
 		go srv.Serve(listeners[id])
-		members[id] = &member{node: n, transport: tr, server: srv}
+		members[id] = &httpMember{node: n, transport: tr, server: srv}
 	}
+	return members, addrs, stop
+}
+
+// TestHTTPTransport runs three nodes that talk over real HTTP on
+// loopback: commits on the leader reach every node, a follower learns
+// where the leader serves clients, and the cluster serves again once the
+// leader's node is gone.
+func TestHTTPTransport(t *testing.T) {
+	members, addrs, stop := startHTTPCluster(t, 3, func(_, _ uint64) bool { return true })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
@@ -125,6 +135,40 @@ func TestHTTPTransport(t *testing.T) {
 	}
 	for _, m := range members {
 		if err := awaitApplied(ctx, m.node, "g", 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHTTPTransportLearnsPeers: a node started without another's address
+// (one that joined later, while it ran with an older list of peers) learns
+// it from that node's messages, and the two make a quorum once the third
+// node stops.
+func TestHTTPTransportLearnsPeers(t *testing.T) {
+	members, _, stop := startHTTPCluster(t, 3, func(id, other uint64) bool { return !(id == 1 && other == 3) })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	stop(2)
+	for {
+		leader, err := members[1].node.AwaitLeader(ctx, 0, 0)
+		if err != nil {
+			t.Fatalf("nodes 1 and 3 elect no leader: %v", err)
+		}
+		if leader == 2 {
+			// Node 1 still believes in the stopped node: wait for news.
+			if _, err := members[1].node.AwaitLeader(ctx, 0, 2); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		err = members[leader].node.Coordinator().Commit(ctx, "g", []coordinator.OffsetCommit{{Topic: "t", Offset: 7}})
+		if err == nil {
+			break
+		}
+		t.Logf("commit on node %d: %v; retrying", leader, err)
+	}
+	for _, id := range []uint64{1, 3} {
+		if err := awaitApplied(ctx, members[id].node, "g", 7); err != nil {
 			t.Fatal(err)
 		}
 	}

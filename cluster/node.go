@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/signal"
@@ -21,11 +22,24 @@ type Options struct {
 	// ID is this node's id, one of Peers; ids are not 0.
 	ID uint64
 	// Peers lists the id of every node of the cluster, this one's
-	// included: each partition is replicated on all of them. Three
-	// tolerate the loss of one, five of two.
+	// included: a new cluster's partitions are replicated on all of them
+	// (ChangeReplicas changes that later). Three tolerate the loss of one,
+	// five of two.
 	Peers []uint64
-	// Transport carries messages to the other nodes. Required.
+	// Transport carries messages to the other nodes. Required. If it has
+	// a method AddPeer(id uint64, addr string), the node calls it when a
+	// configuration change adds a node at a Raft address (see
+	// ReplicaChange).
 	Transport Transport
+	// Join makes a node whose data directory is empty join a running
+	// cluster instead of founding one: its groups start with no
+	// configuration and wait for a leader to add this node (ChangeReplicas),
+	// then catch up from the leader's snapshot and log. Without it, an
+	// empty node bootstraps every group with Peers as voters, which only
+	// the founding nodes of a cluster may do. It changes nothing for a
+	// data directory that holds a group's log. It sticks to the data
+	// directory: a node once started with it never founds a cluster.
+	Join bool
 	// TickInterval is Raft's clock tick. Zero means 100ms.
 	TickInterval time.Duration
 	// ElectionTicks is how many ticks without a word from a leader make a
@@ -61,8 +75,14 @@ func (o *Options) ensureDefaults() {
 	o.Peers = slices.Clone(o.Peers)
 }
 
-// ErrInvalid reports bad options.
-var ErrInvalid = errors.New("cluster: invalid argument")
+// ErrInvalid reports bad options or arguments. errors.Is also matches it
+// with coordinator.ErrInvalid, which servers know.
+var ErrInvalid error = invalidError{}
+
+type invalidError struct{}
+
+func (invalidError) Error() string        { return "cluster: invalid argument" }
+func (invalidError) Is(target error) bool { return target == coordinator.ErrInvalid }
 
 func (o *Options) validate() error {
 	if o.ID == 0 {
@@ -99,7 +119,11 @@ type Node struct {
 	started   atomic.Bool
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
+	progress  *signal.Signal // fires on every tick and configuration change
 	frozen    atomic.Bool    // tests stop the node's clock
+	// confApplied, set by tests, is called on a group's goroutine each time
+	// it applies a configuration change.
+	confApplied atomic.Pointer[func(partition int, cs *pb.ConfState)]
 
 	addrMu    sync.Mutex
 	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
@@ -118,7 +142,14 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New()}
+	if !opts.Join {
+		joined, err := joinedBefore(dir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Join = joined
+	}
+	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
 	copts.Replication = n
 	copts.LoadInBackground = false
 	c, err := coordinator.Open(dir, copts)
@@ -186,6 +217,11 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		n.groups = append(n.groups, newGroup(n, len(n.groups)))
 	}
 	n.committer = committer
+	if n.opts.Join {
+		if err := markJoined(n.dir); err != nil {
+			return nil, err
+		}
+	}
 	replicas := make([]coordinator.Replica, parts)
 	for i, g := range n.groups {
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
@@ -298,6 +334,7 @@ func (n *Node) ticker() {
 				default:
 				}
 			}
+			n.progress.Fire()
 		}
 	}
 }

@@ -22,26 +22,70 @@ import (
 // snapshot file instead (MsgSnap), which becomes its own.
 
 // storage is a group's raft.Storage: a MemoryStorage whose snapshot, when
-// raft asks for it to send to a follower, carries the partition's
-// snapshot file.
+// raft asks for it to send to a follower, is the partition's newest
+// snapshot file, and whose initial configuration is the one as of the
+// index the group restarts from (see confStateAt).
 type storage struct {
 	*raft.MemoryStorage
-	dir string // the partition's snapshot directory
+	dir  string        // the partition's snapshot directory
+	conf *pb.ConfState // what InitialState returns, set before raft starts
 }
 
-// Snapshot returns the log's snapshot with the file it names.
+// InitialState returns the hard state and the configuration raft restarts
+// with.
+func (s storage) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	hs, cs, err := s.MemoryStorage.InitialState()
+	if s.conf != nil {
+		cs = s.conf
+	}
+	return hs, cs, err
+}
+
+// Snapshot returns the partition's newest snapshot file that the log
+// reaches, with its index, term and configuration: a follower that lags
+// behind the compacted log then needs only the entries after it, and a new
+// replica is sent a snapshot whose configuration has it (raft refuses one
+// that does not) as soon as the partition snapshots after adding it.
 func (s storage) Snapshot() (*pb.Snapshot, error) {
 	snap, err := s.MemoryStorage.Snapshot()
 	if err != nil || raft.IsEmptySnap(snap) {
 		return snap, err
 	}
-	data, err := os.ReadFile(log.SnapshotPath(s.dir, snap.GetMetadata().GetIndex()))
+	at := s.snapshotIndex(snap.GetMetadata().GetIndex())
+	if at != snap.GetMetadata().GetIndex() {
+		term, err := s.Term(at)
+		if err != nil {
+			return nil, raft.ErrSnapshotTemporarilyUnavailable
+		}
+		cs, err := confStateAt(s.MemoryStorage, at)
+		if err != nil {
+			return nil, raft.ErrSnapshotTemporarilyUnavailable
+		}
+		snap = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: &at, Term: &term, ConfState: cs}}
+	}
+	data, err := os.ReadFile(log.SnapshotPath(s.dir, at))
 	if err != nil {
 		// Replaced by a newer one meanwhile: raft asks again later.
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
 	snap.Data = data
 	return snap, nil
+}
+
+// snapshotIndex returns the index of the newest snapshot file the log
+// reaches, from the log's own snapshot at compacted on.
+func (s storage) snapshotIndex(compacted uint64) uint64 {
+	last, _ := s.LastIndex()
+	files, err := log.ListSnapshots(s.dir)
+	if err != nil {
+		return compacted
+	}
+	for _, i := range files { // newest first
+		if i > compacted && i <= last {
+			return i
+		}
+	}
+	return compacted
 }
 
 type compaction struct {
@@ -69,7 +113,11 @@ func (g *group) compact(index uint64) (uint64, error) {
 		if last, _ := g.storage.LastIndex(); index > last {
 			return 0, fmt.Errorf("cluster: partition %d: compact to %d, past the log's last index %d", g.partition, index, last)
 		}
-		if _, err := g.storage.CreateSnapshot(index, g.confState, nil); err != nil {
+		cs, err := confStateAt(g.storage.MemoryStorage, index)
+		if err != nil {
+			return 0, fmt.Errorf("cluster: partition %d: compact to %d: %w", g.partition, index, err)
+		}
+		if _, err := g.storage.CreateSnapshot(index, cs, nil); err != nil {
 			return 0, err
 		}
 		if err := g.storage.Compact(index); err != nil && !errors.Is(err, raft.ErrCompacted) {

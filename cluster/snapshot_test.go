@@ -71,6 +71,38 @@ func (tc *testCluster) checkMany(ctx context.Context, to int) {
 	}
 }
 
+// compactLogs commits 400 offsets to 20 groups with two snapshots on the
+// way, after which (with smallJournal) the groups' logs are compacted.
+func (tc *testCluster) compactLogs(ctx context.Context) {
+	tc.t.Helper()
+	tc.commitMany(ctx, 0, 200)
+	tc.snapshot(ctx)
+	tc.commitMany(ctx, 200, 400)
+	tc.snapshot(ctx)
+}
+
+// awaitMany waits until node n shows every group of commitMany(.., to);
+// to is a multiple of 20.
+func (tc *testCluster) awaitMany(ctx context.Context, n *Node, to int) {
+	tc.t.Helper()
+	for g := range 20 {
+		if err := awaitApplied(ctx, n, fmt.Sprint("g", g), int64(to-20+g)); err != nil {
+			tc.t.Fatal(err)
+		}
+	}
+}
+
+// requireSnapshot fails the test unless node id holds a snapshot of
+// partition: a node that caught up when the others had compacted their
+// logs must have received one.
+func (tc *testCluster) requireSnapshot(id uint64, partition int) {
+	tc.t.Helper()
+	snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, fmt.Sprint(id)), partition))
+	if err != nil || len(snaps) == 0 {
+		tc.t.Fatalf("node %d caught up without a snapshot of partition %d (%v, %v): the log was not compacted", id, partition, snaps, err)
+	}
+}
+
 // TestCompaction: once a partition has two snapshots, its group's log is
 // compacted to the older one, the journal drops the segments no group
 // needs, and every node restarts from its snapshot and what is left.
@@ -78,10 +110,7 @@ func TestCompaction(t *testing.T) {
 	tc := newTestCluster(t, 7, 3, 1, smallJournal)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	tc.commitMany(ctx, 0, 200)
-	tc.snapshot(ctx)
-	tc.commitMany(ctx, 200, 400)
-	tc.snapshot(ctx)
+	tc.compactLogs(ctx)
 	for _, id := range tc.peers {
 		if start := tc.journalStart(id); start == "00000000000000000001" {
 			t.Fatalf("node %d still has its whole journal after two snapshots", id)
@@ -112,15 +141,8 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	tc.snapshot(ctx)
 
 	n := tc.start(lagging)
-	for g := range 20 {
-		if err := awaitApplied(ctx, n, fmt.Sprint("g", g), int64(380+g)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, fmt.Sprint(lagging)), 0))
-	if err != nil || len(snaps) == 0 {
-		t.Fatalf("node %d caught up without a snapshot (%v, %v): the log was not compacted", lagging, snaps, err)
-	}
+	tc.awaitMany(ctx, n, 400)
+	tc.requireSnapshot(lagging, 0)
 	// Only the caught-up node and one other: it must hold everything.
 	for _, id := range tc.peers {
 		if id != lagging {

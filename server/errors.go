@@ -29,6 +29,7 @@ const (
 	codeScopeConflict    = "scope_conflict"     // 409: a static topic name taken in an overlapping scope
 	codeSealedHistory    = "sealed_history"     // 409: a change that would rewrite sealed items, or trim items a group reads
 	codeTopicExists      = "topic_exists"       // 409: a static topic created again with other brokers
+	codeChangePending    = "change_pending"     // 409: a change of a partition's replicas while another is under way
 	codeBodyTooLarge     = "body_too_large"     // 413
 	codeLoading          = "loading"            // 503: a partition is still replaying its log
 	codeWriteFailed      = "write_failed"       // 503: the log write failed; the partition repairs itself
@@ -91,6 +92,8 @@ func classify(err error) *apiError {
 		status, code = http.StatusConflict, codeSealedHistory
 	case errors.Is(err, statictopic.ErrTopicExists):
 		status, code = http.StatusConflict, codeTopicExists
+	case errors.Is(err, coordinator.ErrChangePending):
+		status, code = http.StatusConflict, codeChangePending
 	case errors.Is(err, statictopic.ErrOutOfRange):
 		status, code = http.StatusNotFound, codeOutOfRange
 	case errors.Is(err, coordinator.ErrNotFound), errors.Is(err, statictopic.ErrNotFound):

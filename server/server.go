@@ -51,6 +51,10 @@ type Options struct {
 	// answered 421 with the leader's address, and reads of groups are
 	// linearizable. Nil serves a single node.
 	Cluster Cluster
+	// Replicas, set on a node of a cluster, serves
+	// /v1/cluster/partitions: the partitions' replicas, and changes of
+	// them. Nil answers those routes 404.
+	Replicas ReplicaAdmin
 }
 
 // DefaultOptions returns the options a Server runs with unless told
@@ -281,6 +285,12 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		}},
 		{path: "/v1/coordinator", methods: map[string]http.HandlerFunc{
 			"GET": s.getCoordinator,
+		}},
+		{path: "/v1/cluster/partitions", methods: map[string]http.HandlerFunc{
+			"GET": s.listReplicas,
+		}},
+		{path: "/v1/cluster/partitions/{partition}/replicas", methods: map[string]http.HandlerFunc{
+			"POST": s.changeReplicas,
 		}},
 		{path: "/healthz", methods: map[string]http.HandlerFunc{
 			"GET": s.healthz,

@@ -91,6 +91,13 @@ func admin(ctx context.Context, cmd string, args []string, getenv func(string) s
 		}
 		cmd, args = "static "+args[0], args[1:]
 	}
+	if cmd == "cluster" {
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "offsetd: cluster needs a subcommand: status, add-node, remove-node or move\n")
+			return 2
+		}
+		cmd, args = "cluster "+args[0], args[1:]
+	}
 	fs, a := newAdminFlagSet(cmd, stderr)
 	var action func(ctx context.Context, c *client.Client, out io.Writer, args []string) error
 	var nargs []int // accepted argument counts; nil means at least one
@@ -187,6 +194,22 @@ func admin(ctx context.Context, cmd string, args []string, getenv func(string) s
 	case "global-read":
 		nargs = []int{2}
 		action = cmdGlobalRead
+	case "cluster status":
+		nargs, action = []int{0}, cmdClusterStatus
+	case "cluster add-node":
+		raftAddr := fs.String("raft-addr", "", "the new node's -raft-listen address, host:port, for the nodes that do not know it")
+		nargs = []int{1}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdAddNode(ctx, c, out, args[0], *raftAddr)
+		}
+	case "cluster remove-node":
+		nargs, action = []int{1}, cmdRemoveNode
+	case "cluster move":
+		raftAddr := fs.String("raft-addr", "", "TO's -raft-listen address, host:port, for the nodes that do not know it")
+		nargs = []int{3}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+			return cmdMoveReplica(ctx, c, out, args, *raftAddr)
+		}
 	default:
 		fmt.Fprintf(stderr, "offsetd: unknown command %q\n\n%s", cmd, usageText)
 		return 2

@@ -94,8 +94,9 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	if advertise == "" {
 		advertise = cfg.listen
 	}
-	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Token: token, TLS: clientTLS, Logger: logger})
-	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Transport: tr, Logger: logger})
+	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Address: cfg.peers[cfg.nodeID],
+		Token: token, TLS: clientTLS, Logger: logger})
+	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Join: cfg.join, Transport: tr, Logger: logger})
 	if err != nil {
 		tr.Close()
 		ln.Close()
@@ -109,7 +110,7 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 		served:    make(chan error, 1),
 	}
 	go func() { m.served <- m.raft.Serve(ln) }()
-	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise, "tls", tlsConfig != nil)
+	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise, "tls", tlsConfig != nil, "join", cfg.join)
 	return m, nil
 }
 

@@ -59,6 +59,17 @@ func startCluster(t *testing.T, args ...string) (map[int]served, []string) {
 	return nodes, raft
 }
 
+// retryingClient is a client of url that rides out elections: it retries
+// 503 answers often and long.
+func retryingClient(t *testing.T, url string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, client.Options{Retries: 100, MaxRetryWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestServeClusterTLS runs a cluster with TLS and a token: clients speak
 // HTTPS to any node and are sent on to leaders over HTTPS, and the nodes'
 // Raft traffic is HTTPS too, refusing plain HTTP.
@@ -107,13 +118,7 @@ func TestServeCluster(t *testing.T) {
 	nodes, _ := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	clientOf := func(id int) *client.Client {
-		c, err := client.New(nodes[id].url, client.Options{Retries: 100, MaxRetryWait: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	clientOf := func(id int) *client.Client { return retryingClient(t, nodes[id].url) }
 	commit := []client.OffsetCommit{{Topic: "t", Partition: 0, Offset: 7}}
 	if _, err := clientOf(2).Commit(ctx, "g", -1, commit); err != nil {
 		t.Fatalf("commit through node 2: %v", err)
@@ -141,4 +146,94 @@ func TestServeCluster(t *testing.T) {
 		}
 		t.Logf("node %d served again %v after the leader stopped", id, time.Since(stopped).Round(time.Millisecond))
 	}
+}
+
+// TestServeClusterMembers adds a fourth node to a running cluster with
+// offsetd cluster add-node (the node started with -join on an empty data
+// directory, the others learning its Raft address from the change), after
+// moving a partition's replica to it with offsetd cluster move; then it
+// removes a founding node with offsetd cluster remove-node, and stops it:
+// the acknowledged offsets are still served, through the new node too,
+// also once a node restarted with the founding list of peers.
+func TestServeClusterMembers(t *testing.T) {
+	addrs := freeAddrs(t, 8)
+	raft, api := addrs[:4], addrs[4:]
+	var peers []string
+	for i, a := range raft[:3] {
+		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
+	}
+	dir := t.TempDir()
+	env := map[string]string{"OFFSETD_KAFKA_LISTEN": ""}
+	nodeArgs := func(id int, peers []string) []string {
+		return []string{"serve", "-data", filepath.Join(dir, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "2",
+			"-node-id", fmt.Sprint(id), "-peers", strings.Join(peers, ","), "-raft-listen", raft[id-1]}
+	}
+	nodes := map[int]served{}
+	for id := 1; id <= 3; id++ {
+		nodes[id] = startServe(t, nodeArgs(id, peers), env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clientOf := func(id int) *client.Client { return retryingClient(t, nodes[id].url) }
+	commit := func(via, offset int) {
+		t.Helper()
+		if _, err := clientOf(via).Commit(ctx, "g", -1, []client.OffsetCommit{{Topic: "t", Offset: int64(offset)}}); err != nil {
+			t.Fatalf("commit %d through node %d: %v", offset, via, err)
+		}
+	}
+	check := func(via, offset int) {
+		t.Helper()
+		if o, err := clientOf(via).Offset(ctx, "g", "t", 0); err != nil || o.Offset != int64(offset) {
+			t.Fatalf("offset through node %d: %+v, %v; want %d", via, o, err, offset)
+		}
+	}
+	commit(1, 1)
+
+	nodes[4] = startServe(t, append(nodeArgs(4, append(slices.Clone(peers), "4="+raft[3])), "-join"), env)
+	admin := func(via int, args ...string) string {
+		return mustRun(t, 0, map[string]string{"OFFSETD_ADDR": nodes[via].url}, append([]string{"cluster"}, args...)...)
+	}
+	if code, _, errs := runCmd(t, map[string]string{"OFFSETD_ADDR": nodes[1].url}, "cluster", "move", "1", "2", "2"); code != 2 {
+		t.Fatalf("a move from a node to itself: exit %d, %s", code, errs)
+	}
+	// Partition 1's replica moves from node 1 to node 4, then node 4 joins
+	// partition 0 too, and node 1 leaves it.
+	// What each command prints is the configuration as the leader of each
+	// partition answered it, once the change was made.
+	if out := admin(2, "move", "-raft-addr", raft[3], "1", "1", "4"); !strings.Contains(out, "2,3,4 ") {
+		t.Fatalf("cluster move of partition 1 to node 4:\n%s", out)
+	}
+	if out := admin(3, "add-node", "-raft-addr", raft[3], "4"); strings.Count(out, ",4 ") != 2 {
+		t.Fatalf("cluster add-node 4:\n%s", out)
+	}
+	commit(4, 2)
+	check(4, 2)
+	if out := admin(3, "remove-node", "1"); strings.Count(out, "2,3,4 ") != 2 {
+		t.Fatalf("cluster remove-node 1:\n%s", out)
+	}
+	if code := nodes[1].stop(); code != 0 {
+		t.Fatalf("node 1 exited with %d", code)
+	}
+	delete(nodes, 1)
+	check(4, 2)
+	commit(2, 3)
+	check(3, 3)
+	if out := admin(4, "status"); !strings.Contains(out, "PARTITION") || strings.Count(out, "\n") != 3 {
+		t.Fatalf("cluster status:\n%s", out)
+	}
+
+	// Node 2 restarts with the -peers it was first given, which lack node
+	// 4: it learns node 4's Raft address from node 4's messages, and the
+	// two of them serve once node 3 stops.
+	if code := nodes[2].stop(); code != 0 {
+		t.Fatalf("node 2 exited with %d", code)
+	}
+	nodes[2] = startServe(t, nodeArgs(2, peers), env)
+	commit(2, 4)
+	if code := nodes[3].stop(); code != 0 {
+		t.Fatalf("node 3 exited with %d", code)
+	}
+	delete(nodes, 3)
+	commit(4, 5)
+	check(2, 5)
 }

@@ -50,6 +50,7 @@ type serveConfig struct {
 	raftListen    string
 	advertise     string
 	raftCAFile    string
+	join          bool
 
 	// partitionsGiven is true when -partitions or OFFSETD_PARTITIONS was
 	// set: an existing data directory must then have that count.
@@ -84,6 +85,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Uint64Var(&cfg.nodeID, "node-id", 0, "this node's id in a cluster (one of -peers)")
 	fs.Var(&cfg.peers, "peers", "the nodes of a cluster, id=host:port of each one's -raft-listen, this one's included, e.g. 1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103; empty runs a single node")
 	fs.StringVar(&cfg.raftListen, "raft-listen", "", "address to receive the cluster's Raft messages on (with -peers)")
+	fs.BoolVar(&cfg.join, "join", false, "with -peers and an empty -data: join a running cluster as a new node, which offsetd cluster add-node then adds, instead of founding one")
 	fs.StringVar(&cfg.raftCAFile, "raft-ca-file", "", "with -tls-cert in a cluster: PEM file of the CA (or self-signed certificate) the other nodes' Raft listeners are checked against; empty means the system's roots")
 	fs.Var(&cfg.kafkaPeers, "kafka-peers", "in a cluster, id=host:port of every node's Kafka listener as clients reach it, this one's included (its -kafka-listen defaults to its own entry); turns the Kafka listener on: FindCoordinator names the node that leads a group's partition, Metadata lists every node")
 	fs.StringVar(&cfg.advertise, "advertise", "", "host:port other nodes send clients to (421 answers) in a cluster; empty means -listen")
@@ -116,8 +118,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return cfg, fmt.Errorf("%w: -kafka-advertise without -kafka-listen", errUsage)
 	case cfg.snapshotBytes < 1:
 		return cfg, fmt.Errorf("%w: -snapshot-bytes must be positive", errUsage)
-	case cfg.peers == nil && (cfg.nodeID != 0 || cfg.raftListen != "" || cfg.advertise != ""):
-		return cfg, fmt.Errorf("%w: -node-id, -raft-listen and -advertise need -peers", errUsage)
+	case cfg.peers == nil && (cfg.nodeID != 0 || cfg.raftListen != "" || cfg.advertise != "" || cfg.join):
+		return cfg, fmt.Errorf("%w: -node-id, -raft-listen, -advertise and -join need -peers", errUsage)
 	case cfg.peers != nil && cfg.peers[cfg.nodeID] == "":
 		return cfg, fmt.Errorf("%w: -node-id %d is not one of -peers %s", errUsage, cfg.nodeID, cfg.peers.String())
 	case cfg.raftCAFile != "" && (cfg.peers == nil || cfg.tlsCert == ""):

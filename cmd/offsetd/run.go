@@ -38,6 +38,14 @@ Administering a running server (-addr, -token-file, -ca-file; OFFSETD_ADDR, ...)
                                     drop old sealed items no group still reads
   offsetd global-read SCOPE on|off  the disaster switch of a scope
 
+Changing a cluster's members (any node; each change goes to the partition's leader):
+  offsetd cluster status            every partition's voters, learners and leader
+  offsetd cluster add-node [-raft-addr HOST:PORT] ID
+                                    add node ID (started with serve -join) to every partition
+  offsetd cluster remove-node ID    remove node ID from every partition; then stop it
+  offsetd cluster move [-raft-addr HOST:PORT] PARTITION FROM TO
+                                    move a partition's replica from node FROM to node TO
+
 Reading a data directory, changing nothing:
   offsetd verify DIR                check the meta file and every frame of every partition
   offsetd dump [-partition N] DIR   print every record as a JSON line
@@ -55,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, getenv, stdout, stderr)
-	case "groups", "describe", "commit", "delete", "static", "global-read":
+	case "groups", "describe", "commit", "delete", "static", "global-read", "cluster":
 		return admin(ctx, cmd, args, getenv, stdout, stderr)
 	case "verify":
 		return verify(args, stdout, stderr)

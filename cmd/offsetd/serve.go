@@ -79,11 +79,12 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	var c *coordinator.Coordinator
 	var member *clusterMember
 	var inCluster server.Cluster
+	var replicas server.ReplicaAdmin
 	if cfg.peers != nil {
 		if member, err = joinCluster(cfg, dataDir, copts, token, tlsConfig, logger); err != nil {
 			return err
 		}
-		c, inCluster = member.node.Coordinator(), member.node
+		c, inCluster, replicas = member.node.Coordinator(), member.node, member.node
 	} else if c, err = coordinator.Open(dataDir, copts); err != nil {
 		return err
 	}
@@ -120,6 +121,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		Metrics:            metrics,
 		Membership:         membership,
 		Cluster:            inCluster,
+		Replicas:           replicas,
 	})
 	if err != nil {
 		kl.stop()

@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// joinMarker names the file that says a data directory belongs to a node
+// that joined a running cluster: restarted before any leader added it
+// (its journal still empty), without Options.Join, it must still wait to
+// be added, not found a cluster of its own under ids the cluster uses.
+const joinMarker = "JOINED"
+
+// joinedBefore reports whether dir holds the marker.
+func joinedBefore(dir string) (bool, error) {
+	_, err := os.Stat(filepath.Join(dir, joinMarker))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// markJoined writes the marker durably into dir, which the coordinator
+// has made its own (so that the marker is not taken for data without a
+// meta file).
+func markJoined(dir string) error {
+	path := filepath.Join(dir, joinMarker)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: marking %s as a joining node's: %w", dir, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
