@@ -95,17 +95,44 @@ func (c *Coordinator) StoreGeneration(ctx context.Context, group string, generat
 	return err
 }
 
-// commit writes a commit request of group: on its caller's goroutine
-// (commitDirect), or through the partition's writer while the partition
-// loads (which answers why not) and when it is replicated.
+// commit writes a commit request of group.
 func (c *Coordinator) commit(ctx context.Context, group string, r *request) (uint64, error) {
-	p := c.groupPartition(group)
-	if p.ready() != nil || p.rep != nil {
-		res, err := c.submit(ctx, p, r)
-		return res.index, err
+	w, err := c.startCommit(ctx, c.groupPartition(group), r)
+	if err != nil {
+		return 0, err
 	}
-	res, err := c.commitDirect(ctx, p, r, c.stop)
+	res, err := w.wait(ctx, c.stop)
 	return res.index, err
+}
+
+// commitWait is a commit started by startCommit.
+type commitWait struct {
+	p       *partition
+	r       *request
+	direct  bool
+	durable <-chan struct{} // with direct, from startDirect
+}
+
+// startCommit starts r, a commit, on partition p: on the caller's
+// goroutine (startDirect), or through p's writer while p loads (which
+// answers why not) and when it is replicated.
+func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request) (commitWait, error) {
+	if c.isClosed.Load() {
+		return commitWait{}, ErrClosed
+	}
+	if p.ready() != nil || p.rep != nil {
+		return commitWait{p: p, r: r}, c.enqueue(ctx, p, r)
+	}
+	durable, err := p.startDirect(ctx, r)
+	return commitWait{p: p, r: r, direct: true, durable: durable}, err
+}
+
+// wait waits for the commit's result.
+func (w commitWait) wait(ctx context.Context, stop <-chan struct{}) (result, error) {
+	if w.direct {
+		return w.p.waitDirect(ctx, w.r, w.durable, stop)
+	}
+	return w.r.wait(ctx)
 }
 
 // GroupCommit is one group's commit in a CommitMany call.
@@ -132,21 +159,17 @@ type CommitResult struct {
 // request, without a goroutine for each.
 func (c *Coordinator) CommitMany(ctx context.Context, commits []GroupCommit) []CommitResult {
 	results := make([]CommitResult, len(commits))
-	reqs := make([]*request, len(commits))
+	waits := make([]commitWait, len(commits))
 	for i, gc := range commits {
 		r, err := c.commitRequest(gc.Group, gc.Generation, gc.Offsets)
 		if err == nil {
-			err = c.enqueue(ctx, c.groupPartition(gc.Group), r)
+			waits[i], err = c.startCommit(ctx, c.groupPartition(gc.Group), r)
 		}
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		reqs[i] = r
+		results[i].Err = err
 	}
-	for i, r := range reqs {
-		if r != nil {
-			res, err := r.wait(ctx)
+	for i, w := range waits {
+		if results[i].Err == nil {
+			res, err := w.wait(ctx, c.stop)
 			results[i] = CommitResult{Version: res.index, Err: err}
 		}
 	}
@@ -158,8 +181,8 @@ func (c *Coordinator) commitRequest(group string, generation int32, offsets []Of
 	if err := c.validateCommit(group, generation, offsets); err != nil {
 		return nil, err
 	}
-	// The writer reads the offsets after a caller that gave up may have
-	// reused its slice.
+	// A replicated partition's writer reads the offsets after a caller
+	// that gave up may have reused its slice.
 	return c.newCommitRequest(group, generation, slices.Clone(offsets)), nil
 }
 

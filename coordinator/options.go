@@ -83,8 +83,9 @@ type Options struct {
 	// groups. Zero means one minute.
 	RetentionCheckInterval time.Duration
 	// Observer, if set, is told about every log append and partition load,
-	// for metrics. Its methods are called from the partitions' goroutines
-	// and must be quick. Nil means none.
+	// for metrics. Its methods are called from the partitions' writers and
+	// from committing callers, under a partition's lock, and must be quick.
+	// Nil means none.
 	Observer Observer
 	// Replication, if set, replicates every partition (see Replication);
 	// nil keeps the single-node journal.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +32,7 @@ const (
 // partition is one internal partition: its tables, its snapshots, and the
 // lock under which its records are built, handed to the journal and
 // applied to its tables, by its writer goroutine or, for commits, by their
-// callers (commitDirect).
+// callers (startDirect, waitDirect).
 type partition struct {
 	id       int
 	logger   *slog.Logger
@@ -59,10 +58,10 @@ type partition struct {
 
 	// mu guards the write state below. The writer goroutine holds it while
 	// it handles requests, applies batches or starts and finishes
-	// snapshots; callers that commit directly (commitDirect) hold it while
+	// snapshots; callers that commit directly (startDirect, waitDirect) hold it while
 	// they build their record and hand it to the committer, and while
 	// they apply the batches that are durable.
-	mu sync.Mutex
+	mu writeLock
 	// stopped is set, under mu, once the writer has stopped: direct
 	// callers then start no snapshot.
 	stopped bool
@@ -123,7 +122,8 @@ type partition struct {
 	rep *replicaState // set, before the writer starts, when the partition is replicated
 }
 
-// request is one call waiting for the writer goroutine.
+// request is one call to a partition: waiting for its writer goroutine,
+// or, for a commit, built on its caller's (startDirect).
 type request struct {
 	ctx context.Context
 	typ byte
@@ -134,10 +134,11 @@ type request struct {
 	// build validates the request against the partition's state and appends
 	// the record's payload to dst; out is what the caller gets back in the
 	// request's result (with its error, too). An error fails the request,
-	// writing nothing. build runs under the partition's lock, on the writer
-	// goroutine after the caller may have given up (its ctx ended), so it
-	// must only read what the request owns (inputs are copied when the
-	// request is made) and must write nothing but its return values.
+	// writing nothing. build runs under the partition's lock; on the
+	// writer goroutine it may run after the caller has given up (its ctx
+	// ended), so it must only read what the request owns (inputs are
+	// copied when the request is made) and must write nothing but its
+	// return values.
 	build func(p *partition, dst []byte) (b []byte, out any, err error)
 	// control, if set, replaces build: it runs on the writer goroutine after
 	// the pending batch is flushed, and writes nothing.
@@ -171,7 +172,8 @@ type batch struct {
 
 // maxInflight bounds a partition's batches handed to the committer and
 // not yet applied; beyond it the writer stops taking requests until the
-// oldest is durable.
+// oldest is durable. (Direct commits are bounded by their callers, and
+// join the one batch that waits in the journal's queue.)
 const maxInflight = 64
 
 // maxSpare bounds the finished batches a partition keeps for reuse.
@@ -182,6 +184,7 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 		snaps:     snaps,
 		snapAsked: make(chan struct{}, 1),
 		gaveUp:    make(chan struct{}, 1),
+		mu:        make(writeLock, 1),
 		id:        id,
 		logger:    opts.Logger,
 		observer:  opts.Observer,
@@ -220,16 +223,8 @@ func (p *partition) ready() error {
 // snapshots and finishes them. It returns when reqs is closed and drained,
 // and every batch applied.
 func (p *partition) run(stop <-chan struct{}) {
-	defer func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.stopped = true
-		p.stopSnapshot()
-		bytebufferpool.Put(p.buf)
-		p.buf = nil
-	}()
 	for {
-		p.mu.Lock()
+		p.mu.lock()
 		reqs := p.reqs
 		if len(p.inflight) >= maxInflight {
 			reqs = nil
@@ -238,16 +233,16 @@ func (p *partition) run(stop <-chan struct{}) {
 		if len(p.inflight) > 0 {
 			durable = p.inflight[0].ticket.Done()
 		}
-		p.mu.Unlock()
+		p.mu.unlock()
 		select {
 		case r, ok := <-reqs:
 			if !ok {
-				p.mu.Lock()
-				p.settle()
-				p.mu.Unlock()
+				p.mu.lock()
+				p.stop()
+				p.mu.unlock()
 				return
 			}
-			p.mu.Lock()
+			p.mu.lock()
 			p.add(r)
 			open := true
 		drain:
@@ -265,99 +260,143 @@ func (p *partition) run(stop <-chan struct{}) {
 			}
 			p.submit()
 			if !open {
-				p.settle()
-				p.mu.Unlock()
+				p.stop()
+				p.mu.unlock()
 				return
 			}
 			p.maybeSnapshot(stop)
-			p.mu.Unlock()
+			p.mu.unlock()
 		case <-durable:
-			p.mu.Lock()
+			p.mu.lock()
 			p.applyDurable()
 			p.maybeSnapshot(stop)
-			p.mu.Unlock()
+			p.mu.unlock()
 		case <-p.gaveUp:
-			// A direct caller gave up before its batch was applied: wait
-			// for that batch (and any before it), then apply.
-			p.mu.Lock()
-			for len(p.inflight) > 0 {
-				p.finish()
-			}
+			// A direct caller gave up before its batch was applied: apply
+			// what is durable, and wait again, now for the oldest batch in
+			// flight, which may be that caller's.
+			p.mu.lock()
+			p.applyDurable()
 			p.maybeSnapshot(stop)
-			p.mu.Unlock()
+			p.mu.unlock()
 		case res := <-p.snapDone:
-			p.mu.Lock()
+			p.mu.lock()
 			p.finishSnapshot(res, stop)
-			p.mu.Unlock()
+			p.mu.unlock()
 		case <-p.snapAsked:
-			p.mu.Lock()
+			p.mu.lock()
 			p.snapPinning = true
 			p.maybeSnapshot(stop)
-			p.mu.Unlock()
+			p.mu.unlock()
 		}
 	}
 }
 
-// commitDirect commits r, a commit, on the caller's goroutine, without
-// the writer: under mu it builds r's record and hands it to the
-// committer, adding it to the partition's queued batch when there is one;
-// once that batch is durable it applies every durable batch in order (if
-// no one did yet) and returns r's result. So a commit wakes no other
-// goroutine on its way, as a bare group commit does, and keeps the
-// writer's semantics: records are built and applied in one order, under
-// one lock, with the generations in flight.
-func (c *Coordinator) commitDirect(ctx context.Context, p *partition, r *request, stop <-chan struct{}) (result, error) {
+// stop ends the writer's work once reqs is closed: every batch applied,
+// no snapshot running, and no direct commit taken any more. The caller
+// holds mu.
+func (p *partition) stop() {
+	p.settle()
+	p.stopped = true
+	p.stopSnapshot()
+	bytebufferpool.Put(p.buf)
+	p.buf = nil
+}
+
+// startDirect starts r, a commit, on the caller's goroutine, without the
+// writer: under mu it builds r's record and hands it to the journal,
+// adding it to the partition's queued batch when there is one. It returns
+// the channel closed once that batch is durable, or nil when r has been
+// answered already (refused, or failed at once); waitDirect waits for the
+// answer. A commit so wakes no other goroutine on its way, as a bare group
+// commit does, and keeps the writer's semantics: records are built and
+// applied in one order, under one lock, with the generations in flight.
+func (p *partition) startDirect(ctx context.Context, r *request) (<-chan struct{}, error) {
+	defer failStop()
 	if err := p.ready(); err != nil {
-		return result{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return result{}, err
+		return nil, err
 	}
 	r.ctx = ctx
 	r.done = make(chan result, 1)
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
-		return result{}, ErrClosed
+	if err := p.mu.lockCtx(ctx); err != nil {
+		return nil, err
 	}
-	p.mu.Lock()
-	c.mu.RUnlock() // Close waits for the writer, which needs mu to settle
+	defer p.mu.unlock()
+	if p.stopped {
+		return nil, ErrClosed
+	}
 	p.add(r)
-	var durable <-chan struct{}
-	if len(p.pending) > 0 {
-		p.submit()
-		if n := len(p.inflight); n > 0 && p.inflight[n-1].holds(r) {
-			durable = p.inflight[n-1].ticket.Done()
-		}
+	if len(p.pending) == 0 {
+		return nil, nil // answered
 	}
-	p.mu.Unlock()
-	if durable == nil { // refused, or failed at once
+	p.submit()
+	if n := len(p.inflight); n > 0 && p.inflight[n-1].holds(r) {
+		return p.inflight[n-1].ticket.Done(), nil
+	}
+	return nil, nil // failed at once
+}
+
+// waitDirect waits until r, started by startDirect, is durable, applies
+// every durable batch of the partition in order unless someone did, and
+// returns r's result. A caller whose ctx ends first gets ctx's error, and
+// the writer applies r's batch.
+func (p *partition) waitDirect(ctx context.Context, r *request, durable <-chan struct{}, stop <-chan struct{}) (result, error) {
+	defer failStop()
+	if durable == nil {
 		res := <-r.done
 		return res, res.err
 	}
 	select {
 	case <-durable:
-	case <-ctx.Done():
-		// The writer applies it, even if no other write comes.
 		select {
-		case p.gaveUp <- struct{}{}:
+		case res := <-r.done:
+			return res, res.err
 		default:
 		}
-		return result{}, ctx.Err()
+		if p.mu.lockCtx(ctx) == nil {
+			p.applyDurable()
+			if !p.stopped {
+				p.maybeSnapshot(stop)
+			}
+			p.mu.unlock()
+			res := <-r.done
+			return res, res.err
+		}
+	case <-ctx.Done():
 	}
 	select {
-	case res := <-r.done:
-		return res, res.err
-	default:
+	case p.gaveUp <- struct{}{}:
+	default: // the writer is told already
 	}
-	p.mu.Lock()
-	p.applyDurable()
-	if !p.stopped {
-		p.maybeSnapshot(stop)
+	return result{}, ctx.Err()
+}
+
+// failStop stops the process on a panic of the write path, as a panic on
+// the writer goroutine does: a panic on a caller's goroutine could be
+// recovered (net/http recovers its handlers'), leaving the partition's
+// tables half changed.
+func failStop() {
+	if v := recover(); v != nil {
+		go func() { panic(v) }()
+		select {}
 	}
-	p.mu.Unlock()
-	res := <-r.done
-	return res, res.err
+}
+
+// writeLock is a partition's write lock: a mutex whose callers can stop
+// waiting for it when their context ends (the writer holds it through an
+// fsync when a request must see every earlier one applied).
+type writeLock chan struct{}
+
+func (l writeLock) lock()   { l <- struct{}{} }
+func (l writeLock) unlock() { <-l }
+
+func (l writeLock) lockCtx(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // holds reports whether r is the last request of b.

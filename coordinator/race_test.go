@@ -75,23 +75,6 @@ func TestCancelWhileBuilding(t *testing.T) {
 				}
 			},
 		},
-		{
-			// A commit alone is built on its caller's goroutine, which
-			// cannot give up while it builds; commits of CommitMany are
-			// built by the writer.
-			name: "commit",
-			call: func(ctx context.Context, c *Coordinator) (func(), error) {
-				offsets := []OffsetCommit{{Topic: "t", Partition: 0, Offset: 5, LeaderEpoch: -1}}
-				res := c.CommitMany(ctx, []GroupCommit{{Group: "g", Generation: NoGeneration, Offsets: offsets}})
-				return func() { offsets[0].Topic, offsets[0].Offset = "u", 6 }, res[0].Err
-			},
-			check: func(t *testing.T, c *Coordinator) {
-				got, _ := c.FetchGroup("g")
-				if len(got) != 1 || got[0].Topic != "t" || got[0].Offset.Offset != 5 {
-					t.Fatalf("group g holds %+v, want t/0 at 5", got)
-				}
-			},
-		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
