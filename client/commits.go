@@ -14,13 +14,13 @@ import (
 	"github.com/offsetd/offsetd/internal/wire"
 )
 
-// DefaultMaxCommitRequests is the batches of commits a Client has in
-// flight at once when Options.MaxCommitRequests is zero.
+// DefaultMaxCommitRequests is how many requests carrying commits a Client
+// has in flight at once when Options.MaxCommitRequests is zero.
 const DefaultMaxCommitRequests = 2
 
 // maxBatchBytes bounds the body of one batch of commits, well below the
-// server's default limit on a body (1 MiB); a commit larger than it goes
-// alone.
+// server's default limit on a body (1 MiB); a commit larger than it is a
+// batch of its own.
 const maxBatchBytes = 256 << 10
 
 // maxBatchCommits bounds the commits of one batch (the server takes at

@@ -107,7 +107,7 @@ func (s *Server) commitMany(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	results := s.c.CommitMany(r.Context(), commits)
+	results := s.commitEach(r.Context(), commits)
 	took := time.Since(start)
 	out := bytebufferpool.Get()
 	defer bytebufferpool.Put(out)
@@ -129,6 +129,37 @@ func (s *Server) commitMany(w http.ResponseWriter, r *http.Request) {
 	}
 	out.B = append(out.B, "]}"...)
 	writeBody(w, http.StatusOK, out.B)
+}
+
+// commitEach commits each of commits alone but a group named "." or "..",
+// which has no path of its own in this API (a path with a dot segment is
+// refused): refusing it here too answers a commit alike in a batch and
+// alone.
+func (s *Server) commitEach(ctx context.Context, commits []coordinator.GroupCommit) []coordinator.CommitResult {
+	dot := func(group string) bool { return group == "." || group == ".." }
+	dots := 0
+	for _, gc := range commits {
+		if dot(gc.Group) {
+			dots++
+		}
+	}
+	if dots == 0 {
+		return s.c.CommitMany(ctx, commits)
+	}
+	results := make([]coordinator.CommitResult, len(commits))
+	kept := make([]coordinator.GroupCommit, 0, len(commits)-dots)
+	at := make([]int, 0, len(commits)-dots) // kept[j] is commits[at[j]]
+	for i, gc := range commits {
+		if dot(gc.Group) {
+			results[i].Err = fmt.Errorf("%w: group %q has no path in the HTTP API", coordinator.ErrInvalid, gc.Group)
+			continue
+		}
+		kept, at = append(kept, gc), append(at, i)
+	}
+	for j, res := range s.c.CommitMany(ctx, kept) {
+		results[at[j]] = res
+	}
+	return results
 }
 
 // commitError is the answer a commit's own request would have got for

@@ -26,14 +26,15 @@ func TestCommitMany(t *testing.T) {
 		{"group":"","offsets":[{"topic":"t","partition":0,"offset":11}]},
 		{"group":"fenced","generation":4,"offsets":[{"topic":"t","partition":0,"offset":12}]},
 		{"group":"b","generation":1,"offsets":[{"topic":"t","partition":3,"offset":13}]},
-		{"group":"a","offsets":[{"topic":"t","partition":0,"offset":14}]}]}`).decode(t, &out)
-	if len(out.Results) != 5 {
-		t.Fatalf("%d results, want 5: %+v", len(out.Results), out)
+		{"group":"a","offsets":[{"topic":"t","partition":0,"offset":14}]},
+		{"group":"..","offsets":[{"topic":"t","partition":0,"offset":15}]}]}`).decode(t, &out)
+	if len(out.Results) != 6 {
+		t.Fatalf("%d results, want 6: %+v", len(out.Results), out)
 	}
 	want := []struct {
 		status int
 		code   string
-	}{{200, ""}, {400, "invalid_argument"}, {409, "stale_generation"}, {200, ""}, {200, ""}}
+	}{{200, ""}, {400, "invalid_argument"}, {409, "stale_generation"}, {200, ""}, {200, ""}, {400, "invalid_argument"}}
 	for i, r := range out.Results {
 		if w := want[i]; w.status == 200 && (r.Version == nil || r.Status != 0) || w.status != 200 && (r.Version != nil || r.Status != w.status || r.Code != w.code || r.Error == "") {
 			t.Errorf("result %d: %+v, want status %d %s", i, r, w.status, w.code)
@@ -51,6 +52,10 @@ func TestCommitMany(t *testing.T) {
 	}
 	if f := e.groupOffsets("fenced"); len(f.Offsets) != 1 || f.Offsets[0].Offset != 1 {
 		t.Errorf("the stale commit wrote: %+v", f)
+	}
+	// ".." has no path of its own, so it is refused in a batch as alone.
+	if g := e.c.Groups(); len(g) != 3 {
+		t.Errorf("groups %v, want a, b and fenced", g)
 	}
 	// Counted per commit in the metrics, as commits alone are.
 	r := e.must(http.StatusOK, "GET", "/metrics", "")
