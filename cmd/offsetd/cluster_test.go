@@ -131,11 +131,23 @@ func TestServeCluster(t *testing.T) {
 		t.Fatalf("offset through node 3: %+v, %v; want 7", o, err)
 	}
 
-	if code := nodes[int(info.Leader)].stop(); code != 0 {
+	leader := nodes[int(info.Leader)]
+	if code := leader.stop(); code != 0 {
 		t.Fatalf("leader %d exited with %d", info.Leader, code)
 	}
 	delete(nodes, int(info.Leader))
 	stopped := time.Now()
+	// The stopped node's journal holds Raft records, which verify checks
+	// and dump decodes, with the commit each entry carries.
+	out := mustRun(t, 0, nil, "verify", leader.dir)
+	for _, want := range []string{"raft_entry", "raft_hard_state", "verify: ok"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("verify of a cluster node lacks %q:\n%s", want, out)
+		}
+	}
+	if out := mustRun(t, 0, nil, "dump", leader.dir); !strings.Contains(out, `"kind":"normal","record":{"type":"commit","group":"g"`) {
+		t.Fatalf("dump of a cluster node shows no commit of g in a raft entry:\n%s", out)
+	}
 	for id := range nodes {
 		if o, err := clientOf(id).Offset(ctx, "g", "t", 0); err != nil || o.Offset != commit[0].Offset {
 			t.Fatalf("offset through node %d after leader %d stopped: %+v, %v; want %d", id, info.Leader, o, err, commit[0].Offset)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/log"
 )
@@ -194,6 +195,9 @@ func typeCounts(counts map[byte]int) string {
 		if n := counts[byte(typ)]; n > 0 {
 			name := coordinator.RecordTypeName(byte(typ))
 			if name == "" {
+				name = cluster.RecordTypeName(byte(typ))
+			}
+			if name == "" {
 				name = fmt.Sprintf("type%d", typ)
 			}
 			fmt.Fprintf(&b, ", %s %d", name, n)
@@ -202,10 +206,17 @@ func typeCounts(counts map[byte]int) string {
 	return b.String()
 }
 
-// checkRecord decodes a record with the coordinator's own decoder and
-// says what is wrong with it, if anything.
+// checkRecord decodes a record with the coordinator's own decoder (or a
+// cluster node's, for its Raft records) and says what is wrong with it, if
+// anything.
 func checkRecord(typ byte, payload []byte) string {
-	if _, err := coordinator.DecodeRecord(typ, payload); err != nil {
+	var err error
+	if cluster.RecordTypeName(typ) != "" {
+		_, err = cluster.DecodeRecord(typ, payload)
+	} else {
+		_, err = coordinator.DecodeRecord(typ, payload)
+	}
+	if err != nil {
 		return err.Error()
 	}
 	return ""
@@ -221,8 +232,10 @@ type dumpLine struct {
 	TypeCode  byte   `json:"typeCode"`
 	Bytes     int    `json:"bytes"`
 	coordinator.Record
-	Error   string `json:"error,omitempty"`
-	Payload []byte `json:"payload,omitempty"`
+	// Raft is a cluster node's Raft record, decoded.
+	Raft    *cluster.Record `json:"raft,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Payload []byte          `json:"payload,omitempty"`
 }
 
 // dump prints every record of a data directory as a JSON line.
@@ -286,6 +299,15 @@ func dump(args []string, stdout, stderr io.Writer) int {
 
 func newDumpLine(partition int, index, snapshot uint64, typ byte, payload []byte) dumpLine {
 	line := dumpLine{Partition: partition, Index: index, Snapshot: snapshot, TypeCode: typ, Bytes: len(payload)}
+	if cluster.RecordTypeName(typ) != "" {
+		rec, err := cluster.DecodeRecord(typ, payload)
+		line.Type, line.Raft = rec.Type, &rec
+		if err != nil {
+			line.Error = err.Error()
+			line.Payload = payload
+		}
+		return line
+	}
 	rec, err := coordinator.DecodeRecord(typ, payload)
 	if err != nil {
 		line.Type = coordinator.RecordTypeName(typ)
