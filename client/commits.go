@@ -28,9 +28,10 @@ const maxBatchBytes = 256 << 10
 const maxBatchCommits = 1024
 
 // batcher gathers the commits of a Client's concurrent callers into
-// batches, POST /v1/commits, with at most max of them in flight: a commit
-// made while fewer are goes at once, one made while all are waits and
-// goes with every other that waited, when one comes back. Under load a
+// batches, POST /v1/commits, with at most max requests carrying commits in
+// flight: a commit made while fewer are (and none waits) goes at once in
+// its own request, one made while all are waits and goes with every other
+// that waited, when one comes back. Under load a
 // request then carries many commits, and its cost (a round trip, the
 // server's HTTP handling) is shared, as an fsync is shared on the server.
 // Each commit stays its own atomic write, answered alone.
@@ -68,6 +69,34 @@ type commitOutcome struct {
 	err     error
 	alone   bool
 	leader  string // with alone, the host:port of the leader a 421 named
+}
+
+// claim takes a place among the requests in flight for a commit sent
+// alone, if there is one and no commit waits: a commit made while the
+// Client is not busy goes at once, in its own request, as without
+// batching. release gives the place back.
+func (b *batcher) claim() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inflight >= b.max || len(b.queue) > 0 {
+		return false
+	}
+	b.inflight++
+	return true
+}
+
+// release gives back a place claim took, to a goroutine that sends the
+// commits that queued meanwhile, if any did.
+func (b *batcher) release(c *Client) {
+	b.mu.Lock()
+	flush := len(b.queue) > 0
+	if !flush {
+		b.inflight--
+	}
+	b.mu.Unlock()
+	if flush {
+		go b.flush(c)
+	}
 }
 
 // commit sends one commit, body as encoded by appendBatchCommit, with

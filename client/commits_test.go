@@ -14,8 +14,9 @@ import (
 	"github.com/offsetd/offsetd/server"
 )
 
-// gatedServer runs a server whose first POST /v1/commits waits until the
-// test opens the gate, and which counts the requests of each path.
+// gatedServer runs a server whose first commit request (POST /v1/commits
+// or a commit alone) waits until the test opens the gate, and which counts
+// the requests of each kind.
 type gatedServer struct {
 	gate    chan struct{}
 	held    chan struct{} // closed once the first batch waits at the gate
@@ -27,19 +28,22 @@ type gatedServer struct {
 
 func (g *gatedServer) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/v1/commits":
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == "/v1/commits" {
 			g.batches.Add(1)
 			if g.noBatch {
 				http.NotFound(w, r)
 				return
 			}
-			if g.first.CompareAndSwap(false, true) {
-				close(g.held)
-				<-g.gate
-			}
-		case r.Method == http.MethodPost:
+		} else {
 			g.singles.Add(1)
+		}
+		if g.first.CompareAndSwap(false, true) {
+			close(g.held)
+			<-g.gate
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -65,9 +69,10 @@ func awaitQueued(t *testing.T, c *client.Client, n int) {
 	}
 }
 
-// Commits made while a request is in flight go together in the next one,
-// each answered alone: a fenced commit fails, the others are written, and
-// every caller gets its own group's version.
+// A commit made while the client is not busy goes alone, at once; commits
+// made while a request is in flight go together in the next one, each
+// answered alone: a fenced commit fails, the others are written, and every
+// caller gets its own group's version.
 func TestCommitBatching(t *testing.T) {
 	g, c := newGated(t, false)
 	ctx := t.Context()
@@ -97,11 +102,11 @@ func TestCommitBatching(t *testing.T) {
 	awaitQueued(t, c, callers-1)
 	close(g.gate)
 	wg.Wait()
-	if n := g.batches.Load(); n != 3 {
-		t.Errorf("%d batch requests, want 3 (the fenced group's first commit, the held one, then the %d that waited, together)", n, callers-1)
+	if n := g.batches.Load(); n != 1 {
+		t.Errorf("%d batch requests, want 1: the %d commits that waited, together", n, callers-1)
 	}
-	if n := g.singles.Load(); n != 0 {
-		t.Errorf("%d commits went alone, want none", n)
+	if n := g.singles.Load(); n != 2 {
+		t.Errorf("%d commits went alone, want 2: the fenced group's first and the held one", n)
 	}
 	for i := range callers - 1 {
 		if errs[i] != nil {
@@ -163,16 +168,42 @@ func TestCommitBatchingCancel(t *testing.T) {
 func TestCommitBatchingOldServer(t *testing.T) {
 	g, c := newGated(t, true)
 	ctx := t.Context()
-	for i := range 3 {
-		if _, err := c.Commit(ctx, "g", -1, []client.OffsetCommit{{Topic: "t", Offset: int64(i), LeaderEpoch: -1}}); err != nil {
-			t.Fatal(err)
+	// held goes alone and is held; queued waits, and goes as a batch,
+	// which the server refuses: it goes alone then.
+	commitBoth := func(held, queued string) {
+		t.Helper()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := c.Commit(ctx, held, -1, []client.OffsetCommit{{Topic: "t", Offset: 1, LeaderEpoch: -1}}); err != nil {
+				t.Error(err)
+			}
+		})
+		<-g.held
+		wg.Go(func() {
+			if _, err := c.Commit(ctx, queued, -1, []client.OffsetCommit{{Topic: "t", Offset: 2, LeaderEpoch: -1}}); err != nil {
+				t.Error(err)
+			}
+		})
+		if g.batches.Load() == 0 {
+			awaitQueued(t, c, 1)
 		}
+		close(g.gate)
+		wg.Wait()
 	}
-	if b, s := g.batches.Load(), g.singles.Load(); b != 1 || s != 3 {
-		t.Fatalf("%d batch requests and %d single commits, want 1 and 3", b, s)
+	commitBoth("a", "b")
+	if b, s := g.batches.Load(), g.singles.Load(); b != 1 || s != 2 {
+		t.Fatalf("%d batch requests and %d single commits, want 1 and 2", b, s)
 	}
-	if o, err := c.Offset(ctx, "g", "t", 0); err != nil || o.Offset != 2 {
-		t.Fatalf("offset: %+v, %v", o, err)
+	g.gate, g.held = make(chan struct{}), make(chan struct{})
+	g.first.Store(false)
+	commitBoth("c", "d")
+	if b, s := g.batches.Load(), g.singles.Load(); b != 1 || s != 4 {
+		t.Fatalf("%d batch requests and %d single commits, want still 1, and 4", b, s)
+	}
+	for group, want := range map[string]int64{"a": 1, "b": 2, "c": 1, "d": 2} {
+		if o, err := c.Offset(ctx, group, "t", 0); err != nil || o.Offset != want {
+			t.Fatalf("%s: %+v, %v; want offset %d", group, o, err, want)
+		}
 	}
 }
 

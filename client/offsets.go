@@ -81,6 +81,10 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 	}
 	leader := ""
 	if b := c.batch; b != nil && !b.off.Load() {
+		if b.claim() {
+			defer b.release(c)
+			return c.commitAlone(ctx, "", group, generation, offsets)
+		}
 		o, err := b.commit(ctx, c, appendBatchCommit(nil, group, generation, offsets))
 		if !o.alone {
 			return o.version, err
