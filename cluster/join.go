@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/offsetd/offsetd/log"
 )
 
 // joinMarker names the file that says a data directory belongs to a node
@@ -37,19 +39,10 @@ func markJoined(dir string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = log.SyncDir(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: marking %s as a joining node's: %w", dir, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/statictopic"
 )
 
@@ -329,7 +330,7 @@ func TestOpenSyncsNewDirectories(t *testing.T) {
 	opts.Partitions = 1
 	opts.syncDir = func(d string) error {
 		synced = append(synced, d)
-		return syncDir(d)
+		return log.SyncDir(d)
 	}
 	c := mustOpen(t, dir, opts)
 	defer c.Close()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/partitioner"
 )
 
@@ -230,7 +231,7 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return log.SyncDir(filepath.Dir(path))
 }
 
 // makeDir creates dir and its missing parents, syncing the parent of each
@@ -251,15 +252,6 @@ func makeDir(dir string, sync func(dir string) error) error {
 		return err
 	}
 	return sync(parent)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // lockDir takes an exclusive lock on dir so that two processes never write

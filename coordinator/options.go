@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/partitioner"
 )
 
@@ -169,7 +170,7 @@ func (o *Options) ensureDefaults() {
 		o.SnapshotInterval = d.SnapshotInterval
 	}
 	if o.syncDir == nil {
-		o.syncDir = syncDir
+		o.syncDir = log.SyncDir
 	}
 }
 

@@ -130,7 +130,7 @@ func removeFormat1(dir string, partitions int) error {
 		removed = true
 	}
 	if removed {
-		return syncDir(dir)
+		return log.SyncDir(dir)
 	}
 	return nil
 }

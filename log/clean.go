@@ -60,7 +60,7 @@ func writeCleanMarker(dir string, m cleanMarker) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // readCleanMarker returns the marker in dir, nil if there is none, or an
@@ -92,5 +92,5 @@ func removeCleanMarker(dir string) error {
 	if err := os.Remove(filepath.Join(dir, cleanName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }

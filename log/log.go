@@ -167,7 +167,7 @@ func makeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(filepath.Clean(dir)))
+	return SyncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
 // openWAL prepares the directory (finished truncations, repaired tail,
@@ -189,7 +189,7 @@ func (l *Log) openWAL(clean *cleanMarker) error {
 	}
 	if len(info.segs) == 0 {
 		// wal created the first segment file.
-		if err := syncDir(l.dir); err != nil {
+		if err := SyncDir(l.dir); err != nil {
 			w.Close()
 			return l.errorf("open: %w", err)
 		}
@@ -300,7 +300,7 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 	}
 	if created {
 		if !l.opts.UnsafeNoSync {
-			if err := syncDir(l.dir); err != nil {
+			if err := SyncDir(l.dir); err != nil {
 				return 0, 0, l.poison(fmt.Errorf("append %d-%d: sync directory after new segment: %w", first, last, err))
 			}
 		}
@@ -456,7 +456,7 @@ func (l *Log) TruncateFront(index uint64) error {
 		}
 	}
 	l.first.Store(firsts[n-1])
-	if err := syncDir(l.dir); err != nil {
+	if err := SyncDir(l.dir); err != nil {
 		return l.errorf("truncate front to %d: sync directory: %w", index, err)
 	}
 	return nil

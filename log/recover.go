@@ -111,7 +111,7 @@ func cutBack(dir string, last uint64, partition int) error {
 		segs, removed = segs[:len(segs)-1], true
 	}
 	if removed {
-		if err := syncDir(dir); err != nil {
+		if err := SyncDir(dir); err != nil {
 			return locate(err, partition)
 		}
 	}

@@ -73,7 +73,7 @@ func prepareDir(dir string, partition int, logger *slog.Logger, strict bool) (di
 	if info.first == 0 {
 		info.first, info.empty = info.last+1, true
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return info, locate(err, partition)
 	}
 	return info, nil

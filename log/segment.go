@@ -132,7 +132,7 @@ func finishTruncation(dir string) ([]segmentFile, error) {
 	for i := range st.segments {
 		st.segments[i].path = filepath.Join(dir, segmentName(st.segments[i].index))
 	}
-	return st.segments, syncDir(dir)
+	return st.segments, SyncDir(dir)
 }
 
 // readSegment reads a whole segment file into buf, growing it if needed.
@@ -278,9 +278,9 @@ func findFrame(data []byte, from int, after uint64) int {
 	return -1
 }
 
-// syncDir makes creations, renames and removals in dir durable; wal never
-// does it.
-func syncDir(dir string) error {
+// SyncDir makes creations, renames and removals in dir durable (wal never
+// does it; the data directory's other files need it too).
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -178,7 +178,7 @@ func (w *SnapshotWriter) Commit() (int64, error) {
 		err = os.Rename(w.tmp, w.final)
 	}
 	if err == nil {
-		err = syncDir(w.dir)
+		err = SyncDir(w.dir)
 	}
 	if err != nil {
 		os.Remove(w.tmp)
@@ -350,7 +350,7 @@ func (l *Snapshots) remove(match func(uint64) bool) error {
 		}
 	}
 	if removed {
-		if err := syncDir(l.dir); err != nil {
+		if err := SyncDir(l.dir); err != nil {
 			return fmt.Errorf("log: partition %d: remove snapshots: %w", l.partition, err)
 		}
 	}
