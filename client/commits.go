@@ -41,6 +41,9 @@ type batcher struct {
 	mu       sync.Mutex
 	queue    []*pendingCommit // guarded by mu
 	inflight int              // flushing goroutines; guarded by mu
+	// onQueue, if set (by tests), is told the queue's length each time a
+	// commit joins it; guarded by mu.
+	onQueue func(n int)
 
 	// off is set once a server answered that it has no /v1/commits (an
 	// older release): every commit then goes in its own request.
@@ -106,6 +109,9 @@ func (b *batcher) commit(ctx context.Context, c *Client, body []byte) (commitOut
 	p := &pendingCommit{body: body, done: make(chan commitOutcome, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
+	if b.onQueue != nil {
+		b.onQueue(len(b.queue))
+	}
 	start := b.inflight < b.max
 	if start {
 		b.inflight++

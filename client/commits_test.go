@@ -49,23 +49,30 @@ func (g *gatedServer) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// newGated returns a gated server, its gate armed, and a client of it
-// that has one request carrying commits in flight at most.
-func newGated(t *testing.T, noBatch bool) (*gatedServer, *client.Client) {
+// newGated returns a gated server, its gate armed, a client of it that
+// has one request carrying commits in flight at most, and the client's
+// queue as client.WatchQueue tells it.
+func newGated(t *testing.T, noBatch bool) (*gatedServer, *client.Client, <-chan int) {
 	g := &gatedServer{gate: make(chan struct{}), held: make(chan struct{}), noBatch: noBatch}
 	ts, _ := newServer(t, server.Options{}, false, g.wrap)
-	return g, newClient(t, ts, client.Options{MaxCommitRequests: 1})
+	c := newClient(t, ts, client.Options{MaxCommitRequests: 1})
+	return g, c, client.WatchQueue(c)
 }
 
-// awaitQueued waits until n commits wait in c for a request.
-func awaitQueued(t *testing.T, c *client.Client, n int) {
+// awaitQueued waits until n commits wait for a request, as queued (from
+// client.WatchQueue) tells.
+func awaitQueued(t *testing.T, queued <-chan int, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for client.QueuedCommits(c) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d commits queued, want %d", client.QueuedCommits(c), n)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-queued:
+			if got >= n {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("fewer than %d commits queued", n)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -74,7 +81,7 @@ func awaitQueued(t *testing.T, c *client.Client, n int) {
 // answered alone: a fenced commit fails, the others are written, and every
 // caller gets its own group's version.
 func TestCommitBatching(t *testing.T) {
-	g, c := newGated(t, false)
+	g, c, queued := newGated(t, false)
 	ctx := t.Context()
 	g.first.Store(true) // not this one
 	if _, err := c.Commit(ctx, "fenced", 7, []client.OffsetCommit{{Topic: "t", Offset: 1, LeaderEpoch: -1}}); err != nil {
@@ -99,7 +106,7 @@ func TestCommitBatching(t *testing.T) {
 			versions[i], errs[i] = c.Commit(ctx, group, gen, []client.OffsetCommit{{Topic: "t", Partition: int32(i), Offset: int64(100 + i), LeaderEpoch: -1}})
 		})
 	}
-	awaitQueued(t, c, callers-1)
+	awaitQueued(t, queued, callers-1)
 	close(g.gate)
 	wg.Wait()
 	if n := g.batches.Load(); n != 1 {
@@ -128,7 +135,7 @@ func TestCommitBatching(t *testing.T) {
 // A caller that gives up while its commit waits for a request takes it
 // out: it is never sent. The others of its batch are.
 func TestCommitBatchingCancel(t *testing.T) {
-	g, c := newGated(t, false)
+	g, c, queued := newGated(t, false)
 	ctx := t.Context()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -148,7 +155,7 @@ func TestCommitBatchingCancel(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	awaitQueued(t, c, 2)
+	awaitQueued(t, queued, 2)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled commit: %v", err)
@@ -166,11 +173,11 @@ func TestCommitBatchingCancel(t *testing.T) {
 // Against a server without /v1/commits, commits go alone, and after the
 // first refusal the client asks no more.
 func TestCommitBatchingOldServer(t *testing.T) {
-	g, c := newGated(t, true)
+	g, c, queued := newGated(t, true)
 	ctx := t.Context()
-	// held goes alone and is held; queued waits, and goes as a batch,
+	// held goes alone and is held; waiting waits, and goes as a batch,
 	// which the server refuses: it goes alone then.
-	commitBoth := func(held, queued string) {
+	commitBoth := func(held, waiting string) {
 		t.Helper()
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -180,12 +187,12 @@ func TestCommitBatchingOldServer(t *testing.T) {
 		})
 		<-g.held
 		wg.Go(func() {
-			if _, err := c.Commit(ctx, queued, -1, []client.OffsetCommit{{Topic: "t", Offset: 2, LeaderEpoch: -1}}); err != nil {
+			if _, err := c.Commit(ctx, waiting, -1, []client.OffsetCommit{{Topic: "t", Offset: 2, LeaderEpoch: -1}}); err != nil {
 				t.Error(err)
 			}
 		})
 		if g.batches.Load() == 0 {
-			awaitQueued(t, c, 1)
+			awaitQueued(t, queued, 1)
 		}
 		close(g.gate)
 		wg.Wait()
