@@ -249,6 +249,9 @@ func appendBatchCommit(dst []byte, group string, generation int32, offsets []Off
 // its version, or its error as its own request would have got it. A 421
 // or a 503 asks for the commit to be sent alone.
 func decodeCommitResults(body []byte) ([]commitOutcome, error) {
+	if results, ok := decodeVersions(body); ok {
+		return results, nil
+	}
 	var out struct {
 		Results []struct {
 			Version *uint64 `json:"version"`
@@ -257,9 +260,6 @@ func decodeCommitResults(body []byte) ([]commitOutcome, error) {
 			Error   string  `json:"error"`
 			Leader  string  `json:"leader"`
 		} `json:"results"`
-	}
-	if results, ok := decodeVersions(body); ok {
-		return results, nil
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
 		return nil, fmt.Errorf("client: decoding the results of a batch of commits: %w", err)

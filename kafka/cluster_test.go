@@ -316,6 +316,18 @@ func (m *clusterMember) fetch(ctx context.Context) (int64, error) {
 	return resp.Topics[0].Partitions[0].Offset, nil
 }
 
+// client returns a kgo client seeded with every node, closed when the
+// test ends.
+func (kc *kafkaCluster) client(t *testing.T) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.addrs()...), kgo.RetryTimeout(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 // A consumer group on a 3-node cluster: its member commits through the
 // node that leads the group's partition; that node stops, handing its lead
 // off; the client finds the new coordinator, the member rejoins at a higher
@@ -325,11 +337,7 @@ func TestGroupOnCluster(t *testing.T) {
 	const group = "workers"
 	ctx := testContext(t)
 	kc := newKafkaCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.addrs()...), kgo.RetryTimeout(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kc.client(t)
 
 	// Metadata lists every node.
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
@@ -400,11 +408,7 @@ func TestGroupOnClusterLeadReturns(t *testing.T) {
 	const group = "workers"
 	ctx := testContext(t)
 	kc := newKafkaCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.addrs()...), kgo.RetryTimeout(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kc.client(t)
 	preferred := kc.preferred(group)
 	if _, err := kc.awaitLeader(ctx, group, func(id int32) bool { return id == preferred }); err != nil {
 		t.Fatal(err)
