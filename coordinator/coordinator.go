@@ -231,7 +231,9 @@ func (c *Coordinator) enqueue(ctx context.Context, p *partition, r *request) err
 		return err
 	}
 	r.ctx = ctx
-	r.done = make(chan result, 1)
+	if r.done == nil {
+		r.done = make(chan result, 1)
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -121,6 +122,9 @@ func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request)
 		return commitWait{}, ErrClosed
 	}
 	if p.ready() != nil || p.rep != nil {
+		// The writer may build the commit after its caller gave up and
+		// reused its slice.
+		r.commit.offsets = slices.Clone(r.commit.offsets)
 		return commitWait{p: p, r: r}, c.enqueue(ctx, p, r)
 	}
 	durable, err := p.startDirect(ctx, r)
@@ -130,7 +134,12 @@ func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request)
 // wait waits for the commit's result.
 func (w commitWait) wait(ctx context.Context, stop <-chan struct{}) (result, error) {
 	if w.direct {
-		return w.p.waitDirect(ctx, w.r, w.durable, stop)
+		res, ok := w.p.waitDirect(ctx, w.r, w.durable, stop)
+		if !ok {
+			return result{}, ctx.Err()
+		}
+		w.r.release()
+		return res, res.err
 	}
 	return w.r.wait(ctx)
 }
@@ -176,35 +185,61 @@ func (c *Coordinator) CommitMany(ctx context.Context, commits []GroupCommit) []C
 	return results
 }
 
-// commitRequest validates a commit and makes its request.
+// commitRequest validates a commit and makes its request. The request
+// holds offsets as they are: startCommit copies them when the commit goes
+// through a partition's writer.
 func (c *Coordinator) commitRequest(group string, generation int32, offsets []OffsetCommit) (*request, error) {
 	if err := c.validateCommit(group, generation, offsets); err != nil {
 		return nil, err
 	}
-	// A replicated partition's writer reads the offsets after a caller
-	// that gave up may have reused its slice.
-	return c.newCommitRequest(group, generation, slices.Clone(offsets)), nil
+	return c.newCommitRequest(group, generation, offsets), nil
 }
 
-// newCommitRequest makes the request of a checked commit; offsets belong
-// to the request.
+// newCommitRequest makes the request of a checked commit. Commit requests
+// are reused (commitRequests): a commit allocates nothing of its own on
+// its way.
 func (c *Coordinator) newCommitRequest(group string, generation int32, offsets []OffsetCommit) *request {
-	return &request{
-		typ: recCommit,
-		build: func(p *partition, dst []byte) ([]byte, any, error) {
-			if generation != NoGeneration {
-				highest := p.batchGen[group]
-				if info, ok := p.offsets.Info(group); ok && info.Generation > highest {
-					highest = info.Generation
-				}
-				if generation < highest {
-					return nil, nil, fmt.Errorf("%w: group %q generation %d is below %d", ErrStaleGeneration, group, generation, highest)
-				}
-				p.batchGen[group] = generation
-			}
-			return encodeCommit(dst, group, generation, c.opts.Now().UnixMilli(), offsets), nil, nil
-		},
+	r := commitRequests.Get().(*request)
+	r.commit = commitArgs{group: group, generation: generation, offsets: offsets, now: c.opts.Now}
+	return r
+}
+
+// commitRequests holds commit requests, each with its done channel, for
+// reuse. A request goes back only once its caller has read its result
+// (release): nothing refers to it after that.
+var commitRequests = sync.Pool{New: func() any {
+	return &request{typ: recCommit, done: make(chan result, 1)}
+}}
+
+// release puts r, a commit request whose result its caller has read,
+// back for reuse.
+func (r *request) release() {
+	*r = request{typ: recCommit, done: r.done}
+	commitRequests.Put(r)
+}
+
+// commitArgs are a commit request's inputs.
+type commitArgs struct {
+	group      string
+	generation int32
+	offsets    []OffsetCommit
+	now        func() time.Time
+}
+
+// build checks the commit's generation against the group's and appends
+// its record to dst.
+func (a *commitArgs) build(p *partition, dst []byte) ([]byte, error) {
+	if a.generation != NoGeneration {
+		highest := p.batchGen[a.group]
+		if info, ok := p.offsets.Info(a.group); ok && info.Generation > highest {
+			highest = info.Generation
+		}
+		if a.generation < highest {
+			return nil, fmt.Errorf("%w: group %q generation %d is below %d", ErrStaleGeneration, a.group, a.generation, highest)
+		}
+		p.batchGen[a.group] = a.generation
 	}
+	return encodeCommit(dst, a.group, a.generation, a.now().UnixMilli(), a.offsets), nil
 }
 
 func (c *Coordinator) validateCommit(group string, generation int32, offsets []OffsetCommit) error {

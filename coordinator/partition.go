@@ -140,10 +140,22 @@ type request struct {
 	// copied when the request is made) and must write nothing but its
 	// return values.
 	build func(p *partition, dst []byte) (b []byte, out any, err error)
+	// commit holds a commit's inputs; a commit request has no build
+	// (see record).
+	commit commitArgs
 	// control, if set, replaces build: it runs on the writer goroutine after
 	// the pending batch is flushed, and writes nothing.
 	control func(p *partition)
 	done    chan result
+}
+
+// record builds the request's record: its build, or its commit's.
+func (r *request) record(p *partition, dst []byte) (b []byte, out any, err error) {
+	if r.build != nil {
+		return r.build(p, dst)
+	}
+	b, err = r.commit.build(p, dst)
+	return b, nil, err
 }
 
 // result is a request's answer, sent on its done channel: the caller reads
@@ -168,6 +180,11 @@ type batch struct {
 	entries []log.Entry
 	ticket  log.Ticket
 	start   time.Time
+	// writer: the writer goroutine applies the batch once it is durable.
+	// A batch a direct commit started is its caller's to apply instead
+	// (it waits for the journal anyway), until a caller gives up and the
+	// writer takes every batch in flight back.
+	writer bool
 }
 
 // maxInflight bounds a partition's batches handed to the committer and
@@ -230,8 +247,8 @@ func (p *partition) run(stop <-chan struct{}) {
 			reqs = nil
 		}
 		var durable <-chan struct{}
-		if len(p.inflight) > 0 {
-			durable = p.inflight[0].ticket.Done()
+		if b := p.writersBatch(); b != nil {
+			durable = b.ticket.Done()
 		}
 		p.mu.unlock()
 		select {
@@ -273,10 +290,13 @@ func (p *partition) run(stop <-chan struct{}) {
 			p.mu.unlock()
 		case <-p.gaveUp:
 			// A direct caller gave up before its batch was applied: apply
-			// what is durable, and wait again, now for the oldest batch in
-			// flight, which may be that caller's.
+			// what is durable, and take the rest in flight, which may hold
+			// that caller's batch.
 			p.mu.lock()
 			p.applyDurable()
+			for _, b := range p.inflight {
+				b.writer = true
+			}
 			p.maybeSnapshot(stop)
 			p.mu.unlock()
 		case res := <-p.snapDone:
@@ -303,21 +323,38 @@ func (p *partition) stop() {
 	p.buf = nil
 }
 
+// writersBatch returns the oldest batch in flight that the writer applies,
+// or nil. Batches are durable in order, so once it is, so is every batch
+// before it.
+func (p *partition) writersBatch() *batch {
+	for _, b := range p.inflight {
+		if b.writer {
+			return b
+		}
+	}
+	return nil
+}
+
 // startDirect starts r, a commit, on the caller's goroutine, without the
 // writer: under mu it builds r's record and hands it to the journal,
-// adding it to the partition's queued batch when there is one. It returns
-// the channel closed once that batch is durable, or nil when r has been
-// answered already (refused, or failed at once); waitDirect waits for the
-// answer. A commit so wakes no other goroutine on its way, as a bare group
-// commit does, and keeps the writer's semantics: records are built and
-// applied in one order, under one lock, with the generations in flight.
+// adding it to the partition's queued batch when there is one. When r
+// starts a new batch, r's caller leads it: startDirect returns the channel
+// closed once the batch is durable, and the caller applies it (waitDirect).
+// It returns nil when r joined a batch someone else leads, or has been
+// answered already (refused, or failed at once): the caller then only
+// waits for its answer. A batch so wakes its leader and then each caller
+// once, as a bare group commit does, and keeps the writer's semantics:
+// records are built and applied in one order, under one lock, with the
+// generations in flight.
 func (p *partition) startDirect(ctx context.Context, r *request) (<-chan struct{}, error) {
 	defer failStop()
 	if err := p.ready(); err != nil {
 		return nil, err
 	}
 	r.ctx = ctx
-	r.done = make(chan result, 1)
+	if r.done == nil {
+		r.done = make(chan result, 1)
+	}
 	if err := p.mu.lockCtx(ctx); err != nil {
 		return nil, err
 	}
@@ -330,45 +367,57 @@ func (p *partition) startDirect(ctx context.Context, r *request) (<-chan struct{
 		return nil, nil // answered
 	}
 	p.submit()
-	if n := len(p.inflight); n > 0 && p.inflight[n-1].holds(r) {
-		return p.inflight[n-1].ticket.Done(), nil
+	if n := len(p.inflight); n > 0 && p.inflight[n-1].leads(r) {
+		b := p.inflight[n-1]
+		b.writer = false
+		return b.ticket.Done(), nil
 	}
-	return nil, nil // failed at once
+	return nil, nil // joined a batch, or failed at once
 }
 
-// waitDirect waits until r, started by startDirect, is durable, applies
-// every durable batch of the partition in order unless someone did, and
-// returns r's result. A caller whose ctx ends first gets ctx's error, and
-// the writer applies r's batch.
-func (p *partition) waitDirect(ctx context.Context, r *request, durable <-chan struct{}, stop <-chan struct{}) (result, error) {
+// waitDirect waits for the answer to r, started by startDirect, and
+// reports whether it came: ok is false when ctx ended first. The leader of
+// a batch (durable is not nil) waits until the batch is durable, then
+// applies every durable batch of the partition in order unless someone
+// did; a leader that gives up has the writer apply its batch.
+func (p *partition) waitDirect(ctx context.Context, r *request, durable <-chan struct{}, stop <-chan struct{}) (res result, ok bool) {
 	defer failStop()
-	if durable == nil {
-		res := <-r.done
-		return res, res.err
-	}
-	select {
-	case <-durable:
+	if durable != nil {
 		select {
-		case res := <-r.done:
-			return res, res.err
-		default:
+		case <-durable:
+		case <-ctx.Done():
+			p.nudge()
+			return result{}, false
 		}
-		if p.mu.lockCtx(ctx) == nil {
+		select {
+		case res := <-r.done: // applied by another leader, or the writer
+			return res, true
+		case p.mu <- struct{}{}:
 			p.applyDurable()
 			if !p.stopped {
 				p.maybeSnapshot(stop)
 			}
 			p.mu.unlock()
-			res := <-r.done
-			return res, res.err
+		case <-ctx.Done():
+			p.nudge()
+			return result{}, false
 		}
-	case <-ctx.Done():
 	}
+	select {
+	case res := <-r.done:
+		return res, true
+	case <-ctx.Done():
+		return result{}, false
+	}
+}
+
+// nudge tells the writer that a leader gave up before its batch was
+// applied.
+func (p *partition) nudge() {
 	select {
 	case p.gaveUp <- struct{}{}:
 	default: // the writer is told already
 	}
-	return result{}, ctx.Err()
 }
 
 // failStop stops the process on a panic of the write path, as a panic on
@@ -399,9 +448,9 @@ func (l writeLock) lockCtx(ctx context.Context) error {
 	}
 }
 
-// holds reports whether r is the last request of b.
-func (b *batch) holds(r *request) bool {
-	return len(b.reqs) > 0 && b.reqs[len(b.reqs)-1].req == r
+// leads reports whether r is the only request of b: it started b.
+func (b *batch) leads(r *request) bool {
+	return len(b.reqs) == 1 && b.reqs[0].req == r
 }
 
 // applyDurable applies the batches in flight that are durable, oldest
@@ -432,7 +481,7 @@ func (p *partition) add(r *request) {
 		return
 	}
 	start := p.buf.Len()
-	b, out, err := r.build(p, p.buf.B)
+	b, out, err := r.record(p, p.buf.B)
 	if err != nil {
 		p.buf.B = p.buf.B[:start]
 		r.done <- result{out: out, err: err}
@@ -480,6 +529,7 @@ func (p *partition) submit() {
 		b.entries = append(b.entries, log.Entry{Partition: p.id, Type: e.req.typ, Payload: b.buf.B[e.start:e.end]})
 	}
 	b.start = time.Now()
+	b.writer = true
 	if err := p.committer.Start(&b.ticket, b.entries); err != nil {
 		p.fail(b, err)
 		p.recycle(b)

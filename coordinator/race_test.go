@@ -155,3 +155,68 @@ func TestCancelWhileQueued(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestCommitsGivenUpAndReused: committers that give up at random points
+// (before their batch is written, while it syncs, while it is applied)
+// and overwrite their offsets at once, as callers do, must leave every key
+// at a value its own committer sent, no older than its last acknowledged
+// commit: commit requests are reused once answered, so one that went back
+// too early would carry another commit's record.
+func TestCommitsGivenUpAndReused(t *testing.T) {
+	opts := testOptions()
+	opts.Partitions = 2
+	c := mustOpen(t, t.TempDir(), opts)
+	defer c.Close()
+	bg := context.Background()
+	const committers, rounds = 16, 60
+	acked := make([]int64, committers)
+	var wg sync.WaitGroup
+	for w := range committers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			group := fmt.Sprintf("g%d", w%4)
+			offsets := make([]OffsetCommit, 2)
+			for i := range rounds {
+				ctx, cancel := context.WithCancel(bg)
+				if i%3 != 0 {
+					go cancel() // ends the call at some point of its way
+				}
+				for p := range offsets {
+					offsets[p] = OffsetCommit{Topic: "t", Partition: int32(w*2 + p), Offset: int64(i), Metadata: fmt.Sprintf("w%d-%d", w, i)}
+				}
+				err := c.Commit(ctx, group, offsets)
+				cancel()
+				clear(offsets) // the caller's slice is its own again
+				switch {
+				case err == nil:
+					acked[w] = int64(i)
+					// Acknowledged means applied: read it back at once.
+					for p := range 2 {
+						if o, ok, _ := c.Fetch(group, "t", int32(w*2+p)); !ok || o.Offset != int64(i) {
+							t.Errorf("committer %d: commit %d acknowledged, partition %d reads %+v %v", w, i, p, o, ok)
+						}
+					}
+				case !errors.Is(err, context.Canceled):
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := c.Snapshot(bg); err != nil { // every batch written is applied
+		t.Fatal(err)
+	}
+	for w := range committers {
+		for p := range 2 {
+			o, ok, err := c.Fetch(fmt.Sprintf("g%d", w%4), "t", int32(w*2+p))
+			if err != nil || !ok {
+				t.Fatalf("committer %d partition %d: %v %v", w, p, ok, err)
+			}
+			if o.Offset < acked[w] || o.Offset >= rounds || o.Metadata != fmt.Sprintf("w%d-%d", w, o.Offset) {
+				t.Errorf("committer %d partition %d holds offset %d metadata %q; its last acknowledged offset is %d", w, p, o.Offset, o.Metadata, acked[w])
+			}
+		}
+	}
+}

@@ -279,7 +279,7 @@ func (p *partition) serveWaiting(stop <-chan struct{}) {
 // error.
 func (p *partition) build(r *request) {
 	rs := p.rep
-	b, out, err := r.build(p, nil)
+	b, out, err := r.record(p, nil)
 	if err != nil {
 		r.done <- result{out: out, err: err}
 		return
