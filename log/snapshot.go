@@ -73,6 +73,9 @@ func OpenSnapshots(dir string, partition int) (*Snapshots, error) {
 // Dir returns the snapshots' directory.
 func (s *Snapshots) Dir() string { return s.dir }
 
+// snapWriteBuffer is the buffer a snapshot is written through.
+const snapWriteBuffer = 64 << 10
+
 // SnapshotWriter writes one snapshot file. It touches no file of the log,
 // so it may run on any goroutine while the log's owner goes on appending.
 type SnapshotWriter struct {
@@ -105,7 +108,7 @@ func (l *Snapshots) Create(index uint64) (*SnapshotWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: partition %d: snapshot %d: %w", l.partition, index, err)
 	}
-	w := &SnapshotWriter{start: time.Now(), dir: l.dir, tmp: tmp, final: final, partition: l.partition, f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	w := &SnapshotWriter{start: time.Now(), dir: l.dir, tmp: tmp, final: final, partition: l.partition, f: f, w: bufio.NewWriterSize(f, snapWriteBuffer)}
 	var h [snapHeader]byte
 	copy(h[:], snapMagic)
 	h[len(snapMagic)] = snapVersion
