@@ -233,6 +233,7 @@ func (w OffsetsWriter) GroupName(b []byte) string {
 		return g.name
 	}
 	if g := w.t.groups[string(b)]; g != nil {
+		w.t.lastGroup = g // the record's offsets go to it next
 		return g.name
 	}
 	return string(b)
