@@ -17,11 +17,15 @@ import (
 
 // Options configures a Client. The zero value works.
 type Options struct {
-	// HTTPClient sends the requests. Nil means a client of the package's
-	// own, without an overall timeout (contexts bound calls, and long polls
-	// need to outlast their wait), whose transport keeps MaxIdleConns idle
-	// connections to the server. A caller's HTTPClient is used as it is:
-	// MaxIdleConns does not apply to it.
+	// HTTPClient sends the requests. Nil means the package's own
+	// transport: for an http:// server reached without a proxy, a lean
+	// HTTP/1.1 client that keeps MaxIdleConns idle keep-alive connections
+	// and allocates next to nothing per call; for an https:// server, or
+	// when http.ProxyFromEnvironment names a proxy, net/http's transport
+	// with as many idle connections. Neither has an overall timeout
+	// (contexts bound calls, and long polls need to outlast their wait). A
+	// caller's HTTPClient is used as it is: MaxIdleConns does not apply to
+	// it.
 	HTTPClient *http.Client
 	// MaxIdleConns is how many idle keep-alive connections to the server
 	// the package's own transport keeps between calls. Set it to the most
@@ -61,7 +65,9 @@ type Client struct {
 	base    *url.URL
 	prefix  string // scheme://host and the base path, escaped: every target starts with it
 	http    *http.Client
+	lean    *leanTransport // nil when every request goes through http
 	token   string
+	auth    string // "Bearer " + token, when token is not empty
 	retries int
 	maxWait time.Duration
 	batch   *batcher // nil when every commit goes alone
@@ -87,8 +93,14 @@ func New(baseURL string, opts Options) (*Client, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	c := &Client{base: u, prefix: u.String(), http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
+	if c.token != "" {
+		c.auth = "Bearer " + c.token
+	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
+		if u.Scheme == "http" && !proxied(u) && validHeaderValue(c.auth) {
+			c.lean = newLeanTransport(idleConns(opts.MaxIdleConns))
+		}
 	}
 	switch {
 	case c.retries == 0:
@@ -111,12 +123,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 // newTransport returns Go's default transport with room for idle
 // connections to the one host a Client talks to.
 func newTransport(idle int) *http.Transport {
-	switch {
-	case idle == 0:
-		idle = DefaultMaxIdleConns
-	case idle < 0:
-		idle = 0
-	}
+	idle = idleConns(idle)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = idle
 	t.MaxIdleConnsPerHost = idle
@@ -124,6 +131,17 @@ func newTransport(idle int) *http.Transport {
 		t.DisableKeepAlives = true
 	}
 	return t
+}
+
+// idleConns returns the idle connections Options.MaxIdleConns asks for.
+func idleConns(opt int) int {
+	switch {
+	case opt == 0:
+		return DefaultMaxIdleConns
+	case opt < 0:
+		return 0
+	}
+	return opt
 }
 
 // call describes one API request.
@@ -138,16 +156,20 @@ type call struct {
 	// host, if not empty, is the host:port to send to first instead of
 	// the base URL's: the leader a cluster node named.
 	host string
+	// etag asks for the answer's ETag.
+	etag bool
 }
 
 // reply is a response read whole. Its body may sit in a pooled buffer:
 // release puts it back, once nothing refers to the body's bytes (a reply
 // not released is only garbage).
 type reply struct {
-	status int
-	header http.Header
-	body   []byte
-	buf    *bytebufferpool.ByteBuffer
+	status     int
+	retryAfter string // the Retry-After header
+	leader     string // the leader header of a 421
+	etag       string // the ETag, if the call asked for it
+	body       []byte
+	buf        *bytebufferpool.ByteBuffer
 }
 
 func (r reply) release() {
@@ -252,6 +274,11 @@ var (
 
 // send makes one attempt at req.
 func (c *Client) send(ctx context.Context, req call, target string, body []byte) (reply, error) {
+	if c.lean != nil && validHeaderValue(req.ifNone) {
+		if host, uri, ok := leanTarget(target, c.base.Host); ok {
+			return c.sendLean(ctx, req, target, host, uri, body)
+		}
+	}
 	// A *bytes.Reader body is one the transport knows to be in memory: it
 	// writes it with the header, in one write, and may read it after Do
 	// returns, so it cannot come from a pool.
@@ -267,8 +294,8 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 		hr.Header["Content-Type"] = contentJSON
 	}
 	hr.Header["Accept"] = acceptJSON
-	if c.token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.token)
+	if c.auth != "" {
+		hr.Header["Authorization"] = []string{c.auth}
 	}
 	if req.ifNone != "" {
 		hr.Header["If-None-Match"] = []string{req.ifNone}
@@ -290,7 +317,23 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 		bytebufferpool.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: buf.B, buf: buf}, nil
+	rep := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), leader: resp.Header.Get(leaderHeader), body: buf.B, buf: buf}
+	if req.etag {
+		rep.etag = resp.Header.Get("ETag")
+	}
+	return rep, nil
+}
+
+// sendLean makes one attempt at req through the lean transport.
+func (c *Client) sendLean(ctx context.Context, req call, target, host, uri string, body []byte) (reply, error) {
+	lr := leanRequest{method: req.method, host: host, uri: uri, auth: c.auth, ifNone: req.ifNone, body: body, etag: req.etag}
+	buf := bytebufferpool.Get()
+	h, err := c.lean.roundTrip(ctx, &lr, buf)
+	if err != nil {
+		bytebufferpool.Put(buf)
+		return reply{}, fmt.Errorf("client: %s %s: %w", req.method, target, err)
+	}
+	return reply{status: h.status, retryAfter: h.retryAfter, leader: h.leader, etag: h.etag, body: buf.B, buf: buf}, nil
 }
 
 // maxResponseBytes bounds what the client reads of one response; a list of
@@ -311,4 +354,9 @@ func etag(version string) string { return strconv.Quote(version) }
 // CloseIdleConnections closes the connections the client keeps open
 // between calls; the Client stays usable. A short-lived program calls it
 // before exiting so that the server need not wait for them.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.http.CloseIdleConnections()
+	if c.lean != nil {
+		c.lean.closeIdle()
+	}
+}

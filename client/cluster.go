@@ -19,7 +19,7 @@ const maxRedirects = 5
 // leaderTarget returns the URL a 421 answer sends the request to: target
 // with the leader's host:port.
 func leaderTarget(r reply, target string) (string, bool) {
-	leader := r.header.Get(leaderHeader)
+	leader := r.leader
 	if r.status != http.StatusMisdirectedRequest || leader == "" {
 		return "", false
 	}

@@ -141,7 +141,7 @@ func (c *Client) Route(ctx context.Context, topic, scope string, role statictopi
 // asks without a condition.
 func (c *Client) PollRoute(ctx context.Context, topic, scope string, role statictopic.Role, known string, wait time.Duration) (rt Route, changed bool, err error) {
 	q := url.Values{"scope": {scope}, "role": {role.String()}}
-	req := call{method: "GET", path: []string{"v1", "static-topics", topic, "route"}, query: q}
+	req := call{method: "GET", path: []string{"v1", "static-topics", topic, "route"}, query: q, etag: true}
 	if wait >= 0 && known != "" {
 		req.ifNone = known
 		q.Set("wait", wait.String())
@@ -153,7 +153,7 @@ func (c *Client) PollRoute(ctx context.Context, topic, scope string, role static
 	if err := rep.decode(&rt.Route); err != nil {
 		return Route{}, false, err
 	}
-	rt.ETag = rep.header.Get("ETag")
+	rt.ETag = rep.etag
 	return rt, true, nil
 }
 
