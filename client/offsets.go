@@ -142,8 +142,9 @@ func (c *Client) GroupOffsets(ctx context.Context, group, topic string) (GroupOf
 // false, with an empty GroupOffsets, when the wait ended first. A
 // negative wait asks without a condition.
 func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, known uint64, wait time.Duration) (g GroupOffsets, changed bool, err error) {
+	// No ?wait= for a wait of 0: the server answers at once either way.
 	var q url.Values
-	if topic != "" || wait >= 0 {
+	if topic != "" || wait > 0 {
 		q = url.Values{}
 	}
 	if topic != "" {
@@ -151,7 +152,9 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 	}
 	req := call{method: "GET", path: []string{"v1", "groups", group, "offsets"}, query: q}
 	if wait >= 0 {
-		req.ifNone = etag(strconv.FormatUint(known, 10))
+		req.ifNone = etagUint(known)
+	}
+	if wait > 0 {
 		q.Set("wait", wait.String())
 	}
 	rep, err := c.do(ctx, req)
@@ -172,6 +175,12 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 		g.Offsets[i] = fromWire(o)
 	}
 	return g, true, nil
+}
+
+// etagUint is etag of an unsigned version, built in one allocation.
+func etagUint(v uint64) string {
+	var b [24]byte
+	return string(append(strconv.AppendUint(append(b[:0], '"'), v, 10), '"'))
 }
 
 // decodeGroupOffsets reads a group's offsets on the fast path (see package
