@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -314,12 +315,40 @@ func toWire(o coordinator.PartitionOffset) wire.Offset {
 
 // getOffset is GET /v1/groups/{group}/offsets/{topic}/{partition}.
 func (s *Server) getOffset(w http.ResponseWriter, r *http.Request) {
+	s.getOffsetOf(w, r, r.PathValue("group"), r.PathValue("topic"), r.PathValue("partition"))
+}
+
+// pointFetchPattern is getOffset's pattern, the route of its metrics.
+const pointFetchPattern = "GET /v1/groups/{group}/offsets/{topic}/{partition}"
+
+// pointFetch returns the path values of a point fetch's clean, escaped
+// path, if p is one and none of its segments is escaped: what the mux
+// would give getOffset, found without the mux, which allocates its
+// matches.
+func pointFetch(p string) (group, topic, partition string, ok bool) {
+	rest, ok := strings.CutPrefix(p, "/v1/groups/")
+	if !ok || strings.IndexByte(rest, '%') >= 0 {
+		return "", "", "", false
+	}
+	group, rest, _ = strings.Cut(rest, "/")
+	rest, ok = strings.CutPrefix(rest, "offsets/")
+	if !ok {
+		return "", "", "", false
+	}
+	topic, partition, _ = strings.Cut(rest, "/")
+	if group == "" || topic == "" || partition == "" || strings.IndexByte(partition, '/') >= 0 {
+		return "", "", "", false
+	}
+	return group, topic, partition, true
+}
+
+// getOffsetOf answers a point fetch of the given path values.
+func (s *Server) getOffsetOf(w http.ResponseWriter, r *http.Request, group, topic, partition string) {
 	if _, e := parseQuery(r); e != nil {
 		writeError(w, e)
 		return
 	}
-	group, topic := r.PathValue("group"), r.PathValue("topic")
-	part, e := parsePartition(r.PathValue("partition"))
+	part, e := parsePartition(partition)
 	if e != nil {
 		writeError(w, e)
 		return
