@@ -152,7 +152,7 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 	}
 	req := call{method: "GET", path: []string{"v1", "groups", group, "offsets"}, query: q}
 	if wait >= 0 {
-		req.ifNone = etagUint(known)
+		req.ifNone = wire.ETag(known)
 	}
 	if wait > 0 {
 		q.Set("wait", wait.String())
@@ -175,12 +175,6 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 		g.Offsets[i] = fromWire(o)
 	}
 	return g, true, nil
-}
-
-// etagUint is etag of an unsigned version, built in one allocation.
-func etagUint(v uint64) string {
-	var b [24]byte
-	return string(append(strconv.AppendUint(append(b[:0], '"'), v, 10), '"'))
 }
 
 // decodeGroupOffsets reads a group's offsets on the fast path (see package

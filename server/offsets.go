@@ -223,12 +223,6 @@ func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coord
 	return o, d.OK() && seen&required == required
 }
 
-// versionETag is the entity tag of a version: the number, quoted.
-func versionETag(v uint64) string {
-	var b [24]byte
-	return string(append(strconv.AppendUint(append(b[:0], '"'), v, 10), '"'))
-}
-
 // getGroupOffsets is GET /v1/groups/{group}/offsets[?topic=t][&wait=30s].
 func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 	q, e := parseQuery(r, "topic", "wait")
@@ -261,7 +255,7 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 				return version{}, err
 			}
 			return version{
-				etag: versionETag(info.Version),
+				etag: wire.ETag(info.Version),
 				key:  cache.ResponseKey(kindGroupOffsets, info.Version, group, topic),
 				encode: func() ([]byte, bool, error) {
 					offsets, now, err := s.c.GroupOffsets(group)
