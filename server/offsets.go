@@ -225,6 +225,11 @@ func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coord
 
 // getGroupOffsets is GET /v1/groups/{group}/offsets[?topic=t][&wait=30s].
 func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
+	s.getGroupOffsetsOf(w, r, r.PathValue("group"))
+}
+
+// getGroupOffsetsOf answers a read of group's offsets.
+func (s *Server) getGroupOffsetsOf(w http.ResponseWriter, r *http.Request, group string) {
 	q, e := parseQuery(r, "topic", "wait")
 	if e != nil {
 		writeError(w, e)
@@ -242,7 +247,6 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	group := r.PathValue("group")
 	s.servePolled(w, r, wait, pollable{
 		watch: func() (<-chan struct{}, <-chan struct{}, func(), error) {
 			_, changed, stop, err := s.c.WatchGroup(group)
@@ -312,28 +316,38 @@ func (s *Server) getOffset(w http.ResponseWriter, r *http.Request) {
 	s.getOffsetOf(w, r, r.PathValue("group"), r.PathValue("topic"), r.PathValue("partition"))
 }
 
-// pointFetchPattern is getOffset's pattern, the route of its metrics.
-const pointFetchPattern = "GET /v1/groups/{group}/offsets/{topic}/{partition}"
+// The patterns of the hot reads, which are also their metrics' routes.
+const (
+	groupOffsetsPattern = "GET /v1/groups/{group}/offsets"
+	pointFetchPattern   = "GET /v1/groups/{group}/offsets/{topic}/{partition}"
+)
 
-// pointFetch returns the path values of a point fetch's clean, escaped
-// path, if p is one and none of its segments is escaped: what the mux
-// would give getOffset, found without the mux, which allocates its
-// matches.
-func pointFetch(p string) (group, topic, partition string, ok bool) {
+// hotRead returns the pattern and path values of p, a clean, escaped path,
+// if the mux would route it to getGroupOffsets or getOffset and none of
+// its segments is escaped: what the mux would give the handler, found
+// without the mux, which allocates its matches. pattern is empty for any
+// other path.
+func hotRead(p string) (pattern, group, topic, partition string) {
 	rest, ok := strings.CutPrefix(p, "/v1/groups/")
 	if !ok || strings.IndexByte(rest, '%') >= 0 {
-		return "", "", "", false
+		return "", "", "", ""
 	}
 	group, rest, _ = strings.Cut(rest, "/")
+	if group == "" {
+		return "", "", "", ""
+	}
+	if rest == "offsets" {
+		return groupOffsetsPattern, group, "", ""
+	}
 	rest, ok = strings.CutPrefix(rest, "offsets/")
 	if !ok {
-		return "", "", "", false
+		return "", "", "", ""
 	}
 	topic, partition, _ = strings.Cut(rest, "/")
-	if group == "" || topic == "" || partition == "" || strings.IndexByte(partition, '/') >= 0 {
-		return "", "", "", false
+	if topic == "" || partition == "" || strings.IndexByte(partition, '/') >= 0 {
+		return "", "", "", ""
 	}
-	return group, topic, partition, true
+	return pointFetchPattern, group, topic, partition
 }
 
 // getOffsetOf answers a point fetch of the given path values.

@@ -220,12 +220,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "path %q has an empty or dot segment", p))
 			return
 		}
-		// The point fetch, the hottest read, is routed here; on a
-		// cluster node it goes through the mux, to its read barrier.
+		// The hot reads are routed here; on a cluster node they go
+		// through the mux, to their read barrier.
 		if r.Method == http.MethodGet && s.opts.Cluster == nil {
-			if group, topic, partition, ok := pointFetch(p); ok {
-				r.Pattern = pointFetchPattern
+			switch pattern, group, topic, partition := hotRead(p); pattern {
+			case pointFetchPattern:
+				r.Pattern = pattern
 				s.getOffsetOf(w, r, group, topic, partition)
+				return
+			case groupOffsetsPattern:
+				r.Pattern = pattern
+				s.getGroupOffsetsOf(w, r, group)
 				return
 			}
 		}
@@ -253,7 +258,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/groups/{group}", methods: map[string]http.HandlerFunc{
 			"DELETE": s.deleteGroup,
 		}},
-		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{
+		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{ // groupOffsetsPattern
 			"GET":  s.linearizable(s.getGroupOffsets),
 			"POST": s.commitOffsets,
 		}},
