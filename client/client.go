@@ -174,9 +174,16 @@ type reply struct {
 
 func (r reply) release() {
 	if r.buf != nil {
-		bytebufferpool.Put(r.buf)
+		replies.Put(r.buf)
 	}
 }
+
+// replies holds the buffers of read responses. It is the Client's own,
+// apart from the package-wide pool that a server in the same process also
+// draws from: each pool learns the sizes it is asked for, and drops the
+// buffers much larger than most, so answers of a group's offsets would be
+// read into fresh buffers if the many small ones of a server counted.
+var replies bytebufferpool.Pool
 
 // do sends c, retrying a 503, and returns a 2xx or 304 reply, or the
 // server's error as an *Error.
@@ -312,9 +319,9 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 	if resp.ContentLength < 0 {
 		from = io.LimitReader(resp.Body, maxResponseBytes)
 	}
-	buf := bytebufferpool.Get()
+	buf := replies.Get()
 	if _, err := buf.ReadFrom(from); err != nil {
-		bytebufferpool.Put(buf)
+		replies.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
 	rep := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), leader: resp.Header.Get(leaderHeader), body: buf.B, buf: buf}
@@ -327,10 +334,10 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 // sendLean makes one attempt at req through the lean transport.
 func (c *Client) sendLean(ctx context.Context, req call, target, host, uri string, body []byte) (reply, error) {
 	lr := leanRequest{method: req.method, host: host, uri: uri, auth: c.auth, ifNone: req.ifNone, body: body, etag: req.etag}
-	buf := bytebufferpool.Get()
+	buf := replies.Get()
 	h, err := c.lean.roundTrip(ctx, &lr, buf)
 	if err != nil {
-		bytebufferpool.Put(buf)
+		replies.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: %w", req.method, target, err)
 	}
 	return reply{status: h.status, retryAfter: h.retryAfter, leader: h.leader, etag: h.etag, body: buf.B, buf: buf}, nil
