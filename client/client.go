@@ -281,7 +281,7 @@ var (
 
 // send makes one attempt at req.
 func (c *Client) send(ctx context.Context, req call, target string, body []byte) (reply, error) {
-	if c.lean != nil && validHeaderValue(req.ifNone) {
+	if c.lean != nil && len(body) <= maxLeanBody && validHeaderValue(req.ifNone) {
 		if host, uri, ok := leanTarget(target, c.base.Host); ok {
 			return c.sendLean(ctx, req, target, host, uri, body)
 		}
@@ -330,6 +330,14 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 	}
 	return rep, nil
 }
+
+// maxLeanBody bounds the request bodies the lean transport sends. It
+// writes a body whole before it reads the answer; a server that answers
+// early (413 to a body over its limit) and closes may reset a connection
+// whose body is still being written, and the answer is lost. net/http,
+// which reads while it writes, sends the larger ones (large batches of
+// commits, static-topic imports), whose cost is shared anyway.
+const maxLeanBody = 64 << 10
 
 // sendLean makes one attempt at req through the lean transport.
 func (c *Client) sendLean(ctx context.Context, req call, target, host, uri string, body []byte) (reply, error) {

@@ -83,6 +83,18 @@ func TestDefaultTransport(t *testing.T) {
 	}
 	refuse.Store(0)
 
+	// A body over the lean transport's limit goes through net/http.
+	big := make([]client.OffsetCommit, 2000)
+	for i := range big {
+		big[i] = client.OffsetCommit{Topic: "big", Partition: int32(i), Offset: int64(i), LeaderEpoch: -1}
+	}
+	if _, err := c.Commit(ctx, "g/3", -1, big); err != nil {
+		t.Fatalf("a commit of %d offsets: %v", len(big), err)
+	}
+	if o, err := c.Offset(ctx, "g/3", "big", 1999); err != nil || o.Offset != 1999 {
+		t.Fatalf("the last offset of a large commit: %+v, %v", o, err)
+	}
+
 	anon, err := client.New(ts.URL, client.Options{})
 	if err != nil {
 		t.Fatal(err)
