@@ -71,6 +71,13 @@ type Client struct {
 	retries int
 	maxWait time.Duration
 	batch   *batcher // nil when every commit goes alone
+	// replies holds the buffers responses are read into. It is the
+	// Client's own: a pool learns the sizes it is asked for and drops
+	// buffers much larger than most, so one shared with other Clients or
+	// the rest of the process (a server's small buffers, a Client of point
+	// fetches) would have every answer of a group's offsets read into a
+	// fresh buffer.
+	replies bytebufferpool.Pool
 }
 
 // New returns a client of the server at baseURL: "http://host:port",
@@ -170,20 +177,14 @@ type reply struct {
 	etag       string // the ETag, if the call asked for it
 	body       []byte
 	buf        *bytebufferpool.ByteBuffer
+	pool       *bytebufferpool.Pool // where buf goes back
 }
 
 func (r reply) release() {
 	if r.buf != nil {
-		replies.Put(r.buf)
+		r.pool.Put(r.buf)
 	}
 }
-
-// replies holds the buffers of read responses. It is the Client's own,
-// apart from the package-wide pool that a server in the same process also
-// draws from: each pool learns the sizes it is asked for, and drops the
-// buffers much larger than most, so answers of a group's offsets would be
-// read into fresh buffers if the many small ones of a server counted.
-var replies bytebufferpool.Pool
 
 // do sends c, retrying a 503, and returns a 2xx or 304 reply, or the
 // server's error as an *Error.
@@ -319,12 +320,12 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 	if resp.ContentLength < 0 {
 		from = io.LimitReader(resp.Body, maxResponseBytes)
 	}
-	buf := replies.Get()
+	buf := c.replies.Get()
 	if _, err := buf.ReadFrom(from); err != nil {
-		replies.Put(buf)
+		c.replies.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
-	rep := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), leader: resp.Header.Get(leaderHeader), body: buf.B, buf: buf}
+	rep := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), leader: resp.Header.Get(leaderHeader), body: buf.B, buf: buf, pool: &c.replies}
 	if req.etag {
 		rep.etag = resp.Header.Get("ETag")
 	}
@@ -342,13 +343,13 @@ const maxLeanBody = 64 << 10
 // sendLean makes one attempt at req through the lean transport.
 func (c *Client) sendLean(ctx context.Context, req call, target, host, uri string, body []byte) (reply, error) {
 	lr := leanRequest{method: req.method, host: host, uri: uri, auth: c.auth, ifNone: req.ifNone, body: body, etag: req.etag}
-	buf := replies.Get()
+	buf := c.replies.Get()
 	h, err := c.lean.roundTrip(ctx, &lr, buf)
 	if err != nil {
-		replies.Put(buf)
+		c.replies.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: %w", req.method, target, err)
 	}
-	return reply{status: h.status, retryAfter: h.retryAfter, leader: h.leader, etag: h.etag, body: buf.B, buf: buf}, nil
+	return reply{status: h.status, retryAfter: h.retryAfter, leader: h.leader, etag: h.etag, body: buf.B, buf: buf, pool: &c.replies}, nil
 }
 
 // maxResponseBytes bounds what the client reads of one response; a list of
