@@ -67,14 +67,15 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // roundTrip sends r and reads the answer's body into buf. A request that
 // finds its reused connection closed by the server before any answer (an
-// idle connection the server timed out) is sent again on a new one, if
-// nothing of it can have been acted on: a write that failed, or a GET.
+// idle connection the server timed out) is sent again, once, on a new
+// connection, if nothing of it can have been acted on: a write that
+// failed, or a GET.
 func (t *leanTransport) roundTrip(ctx context.Context, r *leanRequest, buf *bytebufferpool.ByteBuffer) (head, error) {
 	if err := ctx.Err(); err != nil {
 		return head{}, err
 	}
-	for {
-		lc, err := t.conn(ctx, r.host)
+	for fresh := false; ; fresh = true {
+		lc, err := t.conn(ctx, r.host, fresh)
 		if err != nil {
 			return head{}, err
 		}
@@ -170,9 +171,9 @@ func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
 }
 
 // conn returns an idle connection to host that the server has not closed,
-// or a new one.
-func (t *leanTransport) conn(ctx context.Context, host string) (*leanConn, error) {
-	for {
+// or a new one; with fresh, always a new one.
+func (t *leanTransport) conn(ctx context.Context, host string, fresh bool) (*leanConn, error) {
+	for !fresh {
 		t.mu.Lock()
 		idle := t.idle[host]
 		if len(idle) == 0 {
