@@ -140,6 +140,31 @@ func newTransport(idle int) *http.Transport {
 	return t
 }
 
+// pathSegments are the segments of a call's path, held in the call: a
+// slice would be allocated at every call, since the call's strings reach
+// the heap (in errors, in net/http's request).
+type pathSegments struct {
+	s [maxSegments]string
+	n int
+}
+
+// maxSegments is the most segments a path of the API has:
+// /v1/groups/{group}/offsets/{topic}/{partition}.
+const maxSegments = 6
+
+// segments returns the path of the given segments.
+func segments(segs ...string) pathSegments {
+	if len(segs) > maxSegments {
+		panic("client: a path of more than maxSegments segments")
+	}
+	var p pathSegments
+	p.n = copy(p.s[:], segs)
+	return p
+}
+
+// list returns the segments.
+func (p *pathSegments) list() []string { return p.s[:p.n] }
+
 // idleConns returns the idle connections Options.MaxIdleConns asks for.
 func idleConns(opt int) int {
 	switch {
@@ -154,7 +179,7 @@ func idleConns(opt int) int {
 // call describes one API request.
 type call struct {
 	method string
-	path   []string // segments, escaped by do
+	path   pathSegments // escaped by do
 	query  url.Values
 	body   any // marshalled to JSON when not nil
 	// encoded, if not nil, is the body already encoded (instead of body).
@@ -257,12 +282,12 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 func (c *Client) target(req call) string {
 	var b strings.Builder
 	n := len(c.prefix)
-	for _, seg := range req.path {
+	for _, seg := range req.path.list() {
 		n += 1 + len(seg)
 	}
 	b.Grow(n + 8)
 	b.WriteString(c.prefix)
-	for _, seg := range req.path {
+	for _, seg := range req.path.list() {
 		b.WriteByte('/')
 		b.WriteString(url.PathEscape(seg))
 	}

@@ -54,7 +54,7 @@ type CoordinatorInfo struct {
 // node that knows no leader answers 503 (ErrUnavailable), retried as
 // Options.Retries says.
 func (c *Client) Coordinator(ctx context.Context, group string) (CoordinatorInfo, error) {
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: []string{"v1", "coordinator"}, query: url.Values{"group": {group}}})
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: segments("v1", "coordinator"), query: url.Values{"group": {group}}})
 	if err != nil {
 		return CoordinatorInfo{}, err
 	}

@@ -107,7 +107,7 @@ func (c *Client) commitAlone(ctx context.Context, leader, group string, generati
 	}
 	body := bytes.Clone(wire.AppendCommitEnd(buf.B))
 	bytebufferpool.Put(buf)
-	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "groups", group, "offsets"}, encoded: body, host: leader})
+	rep, err := c.do(ctx, call{method: "POST", path: segments("v1", "groups", group, "offsets"), encoded: body, host: leader})
 	if err != nil {
 		return 0, err
 	}
@@ -150,7 +150,7 @@ func (c *Client) PollGroupOffsets(ctx context.Context, group, topic string, know
 	if topic != "" {
 		q.Set("topic", topic)
 	}
-	req := call{method: "GET", path: []string{"v1", "groups", group, "offsets"}, query: q}
+	req := call{method: "GET", path: segments("v1", "groups", group, "offsets"), query: q}
 	if wait >= 0 {
 		req.ifNone = wire.ETag(known)
 	}
@@ -218,7 +218,7 @@ func decodeGroupOffsets(body []byte) (g GroupOffsets, ok bool) {
 // Offset returns the group's offset on one topic partition, or an error
 // matching ErrNotFound when there is none.
 func (c *Client) Offset(ctx context.Context, group, topic string, partition int32) (Offset, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "groups", group, "offsets", topic, strconv.Itoa(int(partition))}})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "groups", group, "offsets", topic, strconv.Itoa(int(partition)))})
 	if err != nil {
 		return Offset{}, err
 	}
@@ -236,7 +236,7 @@ func (c *Client) Offset(ctx context.Context, group, topic string, partition int3
 
 // Groups returns the name of every group with offsets, sorted.
 func (c *Client) Groups(ctx context.Context) ([]string, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "groups"}})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "groups")})
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (c *Client) Groups(ctx context.Context) ([]string, error) {
 
 // DeleteGroup removes every offset of group; ErrNotFound if it has none.
 func (c *Client) DeleteGroup(ctx context.Context, group string) error {
-	_, err := c.do(ctx, call{method: "DELETE", path: []string{"v1", "groups", group}})
+	_, err := c.do(ctx, call{method: "DELETE", path: segments("v1", "groups", group)})
 	return err
 }
 
@@ -259,13 +259,13 @@ func (c *Client) DeleteOffsets(ctx context.Context, group, topic string, partiti
 	for _, p := range partitions {
 		q.Add("partition", strconv.Itoa(int(p)))
 	}
-	_, err := c.do(ctx, call{method: "DELETE", path: []string{"v1", "groups", group, "offsets", topic}, query: q})
+	_, err := c.do(ctx, call{method: "DELETE", path: segments("v1", "groups", group, "offsets", topic), query: q})
 	return err
 }
 
 // Healthy reports whether the server process is up.
 func (c *Client) Healthy(ctx context.Context) error {
-	_, err := c.do(ctx, call{method: "GET", path: []string{"healthz"}})
+	_, err := c.do(ctx, call{method: "GET", path: segments("healthz")})
 	return err
 }
 
@@ -273,6 +273,6 @@ func (c *Client) Healthy(ctx context.Context) error {
 // they load it fails with an error matching ErrUnavailable (after the
 // retries).
 func (c *Client) Ready(ctx context.Context) error {
-	_, err := c.do(ctx, call{method: "GET", path: []string{"readyz"}})
+	_, err := c.do(ctx, call{method: "GET", path: segments("readyz")})
 	return err
 }

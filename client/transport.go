@@ -157,9 +157,8 @@ func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
 		w.WriteString("\r\n")
 	}
 	if r.body != nil {
-		var n [20]byte
 		w.WriteString("Content-Type: application/json\r\nContent-Length: ")
-		w.Write(strconv.AppendInt(n[:0], int64(len(r.body)), 10))
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(len(r.body)), 10))
 		w.WriteString("\r\n")
 	}
 	if t.maxIdle == 0 {

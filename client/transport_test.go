@@ -61,7 +61,7 @@ func idleConnCount(c *Client) int {
 
 // get sends GET path and returns the answer's status and body.
 func get(ctx context.Context, c *Client, path ...string) (int, string, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: path})
+	rep, err := c.do(ctx, call{method: "GET", path: segments(path...)})
 	if err != nil {
 		return 0, "", err
 	}
@@ -172,7 +172,7 @@ func TestLeanChunked(t *testing.T) {
 	})
 	c := newLeanClient(t, s, Options{})
 	for i := range 3 {
-		rep, err := c.do(t.Context(), call{method: "GET", path: []string{"x"}})
+		rep, err := c.do(t.Context(), call{method: "GET", path: segments("x")})
 		if err != nil {
 			t.Fatal(err)
 		}
