@@ -17,11 +17,15 @@ import (
 
 // Options configures a Client. The zero value works.
 type Options struct {
-	// HTTPClient sends the requests. Nil means a client of the package's
-	// own, without an overall timeout (contexts bound calls, and long polls
-	// need to outlast their wait), whose transport keeps MaxIdleConns idle
-	// connections to the server. A caller's HTTPClient is used as it is:
-	// MaxIdleConns does not apply to it.
+	// HTTPClient sends the requests. Nil means the package's own
+	// transport: for an http:// server reached without a proxy, a lean
+	// HTTP/1.1 client that keeps MaxIdleConns idle keep-alive connections
+	// and allocates next to nothing per call; for an https:// server, or
+	// when http.ProxyFromEnvironment names a proxy, net/http's transport
+	// with as many idle connections. Neither has an overall timeout
+	// (contexts bound calls, and long polls need to outlast their wait). A
+	// caller's HTTPClient is used as it is: MaxIdleConns does not apply to
+	// it.
 	HTTPClient *http.Client
 	// MaxIdleConns is how many idle keep-alive connections to the server
 	// the package's own transport keeps between calls. Set it to the most
@@ -61,10 +65,19 @@ type Client struct {
 	base    *url.URL
 	prefix  string // scheme://host and the base path, escaped: every target starts with it
 	http    *http.Client
+	lean    *leanTransport // nil when every request goes through http
 	token   string
+	auth    string // "Bearer " + token, when token is not empty
 	retries int
 	maxWait time.Duration
 	batch   *batcher // nil when every commit goes alone
+	// replies holds the buffers responses are read into. It is the
+	// Client's own: a pool learns the sizes it is asked for and drops
+	// buffers much larger than most, so one shared with other Clients or
+	// the rest of the process (a server's small buffers, a Client of point
+	// fetches) would have every answer of a group's offsets read into a
+	// fresh buffer.
+	replies bytebufferpool.Pool
 }
 
 // New returns a client of the server at baseURL: "http://host:port",
@@ -87,8 +100,14 @@ func New(baseURL string, opts Options) (*Client, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	c := &Client{base: u, prefix: u.String(), http: opts.HTTPClient, token: opts.Token, retries: opts.Retries, maxWait: opts.MaxRetryWait}
+	if c.token != "" {
+		c.auth = "Bearer " + c.token
+	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
+		if u.Scheme == "http" && !proxied(u) && validHeaderValue(c.auth) {
+			c.lean = newLeanTransport(idleConns(opts.MaxIdleConns))
+		}
 	}
 	switch {
 	case c.retries == 0:
@@ -111,12 +130,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 // newTransport returns Go's default transport with room for idle
 // connections to the one host a Client talks to.
 func newTransport(idle int) *http.Transport {
-	switch {
-	case idle == 0:
-		idle = DefaultMaxIdleConns
-	case idle < 0:
-		idle = 0
-	}
+	idle = idleConns(idle)
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = idle
 	t.MaxIdleConnsPerHost = idle
@@ -126,10 +140,46 @@ func newTransport(idle int) *http.Transport {
 	return t
 }
 
+// pathSegments are the segments of a call's path, held in the call: a
+// slice would be allocated at every call, since the call's strings reach
+// the heap (in errors, in net/http's request).
+type pathSegments struct {
+	s [maxSegments]string
+	n int
+}
+
+// maxSegments is the most segments a path of the API has:
+// /v1/groups/{group}/offsets/{topic}/{partition}.
+const maxSegments = 6
+
+// segments returns the path of the given segments.
+func segments(segs ...string) pathSegments {
+	if len(segs) > maxSegments {
+		panic("client: a path of more than maxSegments segments")
+	}
+	var p pathSegments
+	p.n = copy(p.s[:], segs)
+	return p
+}
+
+// list returns the segments.
+func (p *pathSegments) list() []string { return p.s[:p.n] }
+
+// idleConns returns the idle connections Options.MaxIdleConns asks for.
+func idleConns(opt int) int {
+	switch {
+	case opt == 0:
+		return DefaultMaxIdleConns
+	case opt < 0:
+		return 0
+	}
+	return opt
+}
+
 // call describes one API request.
 type call struct {
 	method string
-	path   []string // segments, escaped by do
+	path   pathSegments // escaped by do
 	query  url.Values
 	body   any // marshalled to JSON when not nil
 	// encoded, if not nil, is the body already encoded (instead of body).
@@ -138,21 +188,26 @@ type call struct {
 	// host, if not empty, is the host:port to send to first instead of
 	// the base URL's: the leader a cluster node named.
 	host string
+	// etag asks for the answer's ETag.
+	etag bool
 }
 
 // reply is a response read whole. Its body may sit in a pooled buffer:
 // release puts it back, once nothing refers to the body's bytes (a reply
 // not released is only garbage).
 type reply struct {
-	status int
-	header http.Header
-	body   []byte
-	buf    *bytebufferpool.ByteBuffer
+	status     int
+	retryAfter string // the Retry-After header
+	leader     string // the leader header of a 421
+	etag       string // the ETag, if the call asked for it
+	body       []byte
+	buf        *bytebufferpool.ByteBuffer
+	pool       *bytebufferpool.Pool // where buf goes back
 }
 
 func (r reply) release() {
 	if r.buf != nil {
-		bytebufferpool.Put(r.buf)
+		r.pool.Put(r.buf)
 	}
 }
 
@@ -227,12 +282,12 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 func (c *Client) target(req call) string {
 	var b strings.Builder
 	n := len(c.prefix)
-	for _, seg := range req.path {
+	for _, seg := range req.path.list() {
 		n += 1 + len(seg)
 	}
 	b.Grow(n + 8)
 	b.WriteString(c.prefix)
-	for _, seg := range req.path {
+	for _, seg := range req.path.list() {
 		b.WriteByte('/')
 		b.WriteString(url.PathEscape(seg))
 	}
@@ -252,6 +307,11 @@ var (
 
 // send makes one attempt at req.
 func (c *Client) send(ctx context.Context, req call, target string, body []byte) (reply, error) {
+	if c.lean != nil && len(body) <= maxLeanBody && validHeaderValue(req.ifNone) {
+		if host, uri, ok := leanTarget(target, c.base.Host); ok {
+			return c.sendLean(ctx, req, target, host, uri, body)
+		}
+	}
 	// A *bytes.Reader body is one the transport knows to be in memory: it
 	// writes it with the header, in one write, and may read it after Do
 	// returns, so it cannot come from a pool.
@@ -267,8 +327,8 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 		hr.Header["Content-Type"] = contentJSON
 	}
 	hr.Header["Accept"] = acceptJSON
-	if c.token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.token)
+	if c.auth != "" {
+		hr.Header["Authorization"] = []string{c.auth}
 	}
 	if req.ifNone != "" {
 		hr.Header["If-None-Match"] = []string{req.ifNone}
@@ -285,12 +345,36 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 	if resp.ContentLength < 0 {
 		from = io.LimitReader(resp.Body, maxResponseBytes)
 	}
-	buf := bytebufferpool.Get()
+	buf := c.replies.Get()
 	if _, err := buf.ReadFrom(from); err != nil {
-		bytebufferpool.Put(buf)
+		c.replies.Put(buf)
 		return reply{}, fmt.Errorf("client: %s %s: reading response: %w", req.method, target, err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: buf.B, buf: buf}, nil
+	rep := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), leader: resp.Header.Get(leaderHeader), body: buf.B, buf: buf, pool: &c.replies}
+	if req.etag {
+		rep.etag = resp.Header.Get("ETag")
+	}
+	return rep, nil
+}
+
+// maxLeanBody bounds the request bodies the lean transport sends. It
+// writes a body whole before it reads the answer; a server that answers
+// early (413 to a body over its limit) and closes may reset a connection
+// whose body is still being written, and the answer is lost. net/http,
+// which reads while it writes, sends the larger ones (large batches of
+// commits, static-topic imports), whose cost is shared anyway.
+const maxLeanBody = 64 << 10
+
+// sendLean makes one attempt at req through the lean transport.
+func (c *Client) sendLean(ctx context.Context, req call, target, host, uri string, body []byte) (reply, error) {
+	lr := leanRequest{method: req.method, host: host, uri: uri, auth: c.auth, ifNone: req.ifNone, body: body, etag: req.etag}
+	buf := c.replies.Get()
+	h, err := c.lean.roundTrip(ctx, &lr, buf)
+	if err != nil {
+		c.replies.Put(buf)
+		return reply{}, fmt.Errorf("client: %s %s: %w", req.method, target, err)
+	}
+	return reply{status: h.status, retryAfter: h.retryAfter, leader: h.leader, etag: h.etag, body: buf.B, buf: buf, pool: &c.replies}, nil
 }
 
 // maxResponseBytes bounds what the client reads of one response; a list of
@@ -311,4 +395,9 @@ func etag(version string) string { return strconv.Quote(version) }
 // CloseIdleConnections closes the connections the client keeps open
 // between calls; the Client stays usable. A short-lived program calls it
 // before exiting so that the server need not wait for them.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.http.CloseIdleConnections()
+	if c.lean != nil {
+		c.lean.closeIdle()
+	}
+}

@@ -19,7 +19,7 @@ const maxRedirects = 5
 // leaderTarget returns the URL a 421 answer sends the request to: target
 // with the leader's host:port.
 func leaderTarget(r reply, target string) (string, bool) {
-	leader := r.header.Get(leaderHeader)
+	leader := r.leader
 	if r.status != http.StatusMisdirectedRequest || leader == "" {
 		return "", false
 	}
@@ -54,7 +54,7 @@ type CoordinatorInfo struct {
 // node that knows no leader answers 503 (ErrUnavailable), retried as
 // Options.Retries says.
 func (c *Client) Coordinator(ctx context.Context, group string) (CoordinatorInfo, error) {
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: []string{"v1", "coordinator"}, query: url.Values{"group": {group}}})
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: segments("v1", "coordinator"), query: url.Values{"group": {group}}})
 	if err != nil {
 		return CoordinatorInfo{}, err
 	}

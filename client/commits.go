@@ -200,7 +200,7 @@ func (b *batcher) send(ctx context.Context, c *Client, batch []*pendingCommit, s
 		body = append(body, p.body...)
 	}
 	body = append(body, "]}"...)
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: []string{"v1", "commits"}, encoded: body})
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: segments("v1", "commits"), encoded: body})
 	var results []commitOutcome
 	if err == nil {
 		results, err = decodeCommitResults(rep.body)

@@ -102,7 +102,7 @@ func (e *Error) Is(target error) bool {
 }
 
 func newError(r reply) *Error {
-	e := &Error{Status: r.status, RetryAfter: parseRetryAfter(r.header.Get("Retry-After"))}
+	e := &Error{Status: r.status, RetryAfter: parseRetryAfter(r.retryAfter)}
 	var body struct {
 		Error           string `json:"error"`
 		Code            string `json:"code"`

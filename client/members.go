@@ -27,7 +27,7 @@ type Member struct {
 // Members returns group's live members, sorted by member id; none when no
 // Kafka client has joined it.
 func (c *Client) Members(ctx context.Context, group string) (GroupMembers, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "groups", group, "members"}})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "groups", group, "members")})
 	if err != nil {
 		return GroupMembers{}, err
 	}

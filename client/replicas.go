@@ -36,7 +36,7 @@ type ReplicaChange struct {
 // Replicas returns every partition's configuration as the node asked
 // knows it (GET /v1/cluster/partitions).
 func (c *Client) Replicas(ctx context.Context) ([]Replicas, error) {
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: []string{"v1", "cluster", "partitions"}})
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: segments("v1", "cluster", "partitions")})
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (c *Client) Replicas(ctx context.Context) ([]Replicas, error) {
 // partition already has returns at once; one interrupted (a timeout, a
 // new leader) resumes when asked again.
 func (c *Client) ChangeReplicas(ctx context.Context, partition int, ch ReplicaChange) (Replicas, error) {
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: []string{"v1", "cluster", "partitions", strconv.Itoa(partition), "replicas"}, body: ch})
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: segments("v1", "cluster", "partitions", strconv.Itoa(partition), "replicas"), body: ch})
 	if err != nil {
 		return Replicas{}, err
 	}

@@ -19,13 +19,13 @@ func (c *Client) ImportStaticTopic(ctx context.Context, topic string, details []
 		Details []statictopic.Detail `json:"details"`
 		Force   bool                 `json:"force"`
 	}{details, force}
-	return c.mappingCall(ctx, call{method: "POST", path: []string{"v1", "static-topics", topic, "import"}, body: body})
+	return c.mappingCall(ctx, call{method: "POST", path: segments("v1", "static-topics", topic, "import"), body: body})
 }
 
 // ExportStaticTopic returns the mapping of topic in scope as RocketMQ's
 // brokers hold it: one TopicQueueMappingDetail per broker.
 func (c *Client) ExportStaticTopic(ctx context.Context, topic, scope string) ([]statictopic.Detail, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "static-topics", topic, "export"}, query: url.Values{"scope": {scope}}})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "static-topics", topic, "export"), query: url.Values{"scope": {scope}}})
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (c *Client) PlanRemapToBrokers(ctx context.Context, topic, scope string, br
 	if brokers == nil {
 		brokers = []string{}
 	}
-	rep, err := c.do(ctx, call{method: "POST", path: []string{"v1", "static-topics", topic, "remap"},
+	rep, err := c.do(ctx, call{method: "POST", path: segments("v1", "static-topics", topic, "remap"),
 		body: brokerRemapBody{Scope: scope, Brokers: brokers, DryRun: true}})
 	if err != nil {
 		return statictopic.RemapPlan{}, err
@@ -68,7 +68,7 @@ func (c *Client) RemapToBrokers(ctx context.Context, topic, scope string, broker
 	if brokers == nil {
 		brokers = []string{}
 	}
-	return c.mappingCall(ctx, call{method: "POST", path: []string{"v1", "static-topics", topic, "remap"},
+	return c.mappingCall(ctx, call{method: "POST", path: segments("v1", "static-topics", topic, "remap"),
 		body: brokerRemapBody{Scope: scope, Brokers: brokers, MaxOffsets: maxOffsets, IfEpoch: ifEpoch}})
 }
 
@@ -83,13 +83,13 @@ func (c *Client) TrimStaticTopic(ctx context.Context, topic, scope string, queue
 		Queues []int32 `json:"queues"`
 		Force  bool    `json:"force"`
 	}{scope, below, queues, force}
-	return c.mappingCall(ctx, call{method: "POST", path: []string{"v1", "static-topics", topic, "trim"}, body: body})
+	return c.mappingCall(ctx, call{method: "POST", path: segments("v1", "static-topics", topic, "trim"), body: body})
 }
 
 // StaticTopicReaders returns every logic queue of topic in scope with its
 // items and the consumer groups that read each.
 func (c *Client) StaticTopicReaders(ctx context.Context, topic, scope string) ([]statictopic.QueueReaders, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "static-topics", topic, "readers"}, query: url.Values{"scope": {scope}}})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "static-topics", topic, "readers"), query: url.Values{"scope": {scope}}})
 	if err != nil {
 		return nil, err
 	}

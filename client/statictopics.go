@@ -40,7 +40,7 @@ func (c *Client) CreateStaticTopic(ctx context.Context, topic, scope string, tot
 	if body.Brokers == nil {
 		body.Brokers = []string{}
 	}
-	return c.mappingCall(ctx, call{method: "POST", path: []string{"v1", "static-topics"}, body: body})
+	return c.mappingCall(ctx, call{method: "POST", path: segments("v1", "static-topics"), body: body})
 }
 
 // RemapStaticTopic moves logic queues of topic in scope to other brokers
@@ -53,7 +53,7 @@ func (c *Client) RemapStaticTopic(ctx context.Context, topic, scope string, move
 		Scope string                  `json:"scope"`
 		Moves []statictopic.QueueMove `json:"moves"`
 	}{scope, moves}
-	return c.mappingCall(ctx, call{method: "POST", path: []string{"v1", "static-topics", topic, "remap"}, body: body})
+	return c.mappingCall(ctx, call{method: "POST", path: segments("v1", "static-topics", topic, "remap"), body: body})
 }
 
 func (c *Client) mappingCall(ctx context.Context, req call) (statictopic.Mapping, error) {
@@ -70,7 +70,7 @@ func (c *Client) mappingCall(ctx context.Context, req call) (statictopic.Mapping
 // ErrConflict, and so does (ErrSealedHistory) a mapping that rewrites or
 // drops sealed items.
 func (c *Client) PutStaticTopic(ctx context.Context, m statictopic.Mapping) error {
-	_, err := c.do(ctx, call{method: "PUT", path: []string{"v1", "static-topics", m.Topic}, body: m})
+	_, err := c.do(ctx, call{method: "PUT", path: segments("v1", "static-topics", m.Topic), body: m})
 	return err
 }
 
@@ -82,7 +82,7 @@ func (c *Client) ForcePutStaticTopic(ctx context.Context, m statictopic.Mapping)
 		statictopic.Mapping
 		Force bool `json:"force"`
 	}{m, true}
-	_, err := c.do(ctx, call{method: "PUT", path: []string{"v1", "static-topics", m.Topic}, body: body})
+	_, err := c.do(ctx, call{method: "PUT", path: segments("v1", "static-topics", m.Topic), body: body})
 	return err
 }
 
@@ -99,7 +99,7 @@ func (c *Client) StaticTopic(ctx context.Context, topic, scope string) (staticto
 // condition.
 func (c *Client) PollStaticTopic(ctx context.Context, topic, scope string, known int64, wait time.Duration) (m statictopic.Mapping, changed bool, err error) {
 	q := url.Values{"scope": {scope}}
-	req := call{method: "GET", path: []string{"v1", "static-topics", topic}, query: q}
+	req := call{method: "GET", path: segments("v1", "static-topics", topic), query: q}
 	if wait >= 0 {
 		req.ifNone = etag(strconv.FormatInt(known, 10))
 		q.Set("wait", wait.String())
@@ -118,7 +118,7 @@ func (c *Client) StaticTopics(ctx context.Context, scope string) ([]statictopic.
 	if scope != "" {
 		q.Set("scope", scope)
 	}
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "static-topics"}, query: q})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "static-topics"), query: q})
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (c *Client) Route(ctx context.Context, topic, scope string, role statictopi
 // asks without a condition.
 func (c *Client) PollRoute(ctx context.Context, topic, scope string, role statictopic.Role, known string, wait time.Duration) (rt Route, changed bool, err error) {
 	q := url.Values{"scope": {scope}, "role": {role.String()}}
-	req := call{method: "GET", path: []string{"v1", "static-topics", topic, "route"}, query: q}
+	req := call{method: "GET", path: segments("v1", "static-topics", topic, "route"), query: q, etag: true}
 	if wait >= 0 && known != "" {
 		req.ifNone = known
 		q.Set("wait", wait.String())
@@ -153,7 +153,7 @@ func (c *Client) PollRoute(ctx context.Context, topic, scope string, role static
 	if err := rep.decode(&rt.Route); err != nil {
 		return Route{}, false, err
 	}
-	rt.ETag = rep.header.Get("ETag")
+	rt.ETag = rep.etag
 	return rt, true, nil
 }
 
@@ -167,7 +167,7 @@ func (c *Client) Translate(ctx context.Context, topic, scope string, queueID int
 		"queueId":     {strconv.Itoa(int(queueID))},
 		"logicOffset": {strconv.FormatInt(logicOffset, 10)},
 	}
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "static-topics", topic, "translate"}, query: q})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "static-topics", topic, "translate"), query: q})
 	if err != nil {
 		return "", 0, 0, err
 	}
@@ -189,7 +189,7 @@ func (c *Client) TranslateToLogic(ctx context.Context, topic, scope, broker stri
 		"physicalQueueId": {strconv.Itoa(int(physicalQueueID))},
 		"physicalOffset":  {strconv.FormatInt(physicalOffset, 10)},
 	}
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "static-topics", topic, "translate"}, query: q})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "static-topics", topic, "translate"), query: q})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -206,14 +206,14 @@ func (c *Client) SetGlobalRead(ctx context.Context, scope string, enabled bool) 
 	body := struct {
 		Enabled bool `json:"enabled"`
 	}{enabled}
-	_, err := c.do(ctx, call{method: "PUT", path: []string{"v1", "scopes", scope, "global-read"}, body: body})
+	_, err := c.do(ctx, call{method: "PUT", path: segments("v1", "scopes", scope, "global-read"), body: body})
 	return err
 }
 
 // Scopes describes every scope that holds a static topic or has its
 // global-read switch on.
 func (c *Client) Scopes(ctx context.Context) ([]ScopeInfo, error) {
-	rep, err := c.do(ctx, call{method: "GET", path: []string{"v1", "scopes"}})
+	rep, err := c.do(ctx, call{method: "GET", path: segments("v1", "scopes")})
 	if err != nil {
 		return nil, err
 	}

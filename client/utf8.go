@@ -12,7 +12,7 @@ import (
 // two different names could land on one key. The server applies the same
 // rule to what it receives.
 func checkUTF8(req call) error {
-	for _, seg := range req.path {
+	for _, seg := range req.path.list() {
 		if !utf8.ValidString(seg) {
 			return fmt.Errorf("%w: path segment %q is not valid UTF-8", ErrInvalid, seg)
 		}

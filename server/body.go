@@ -42,9 +42,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*bytebufferpo
 var jsonContentType = []string{"application/json"}
 
 // writeBody answers with status and body, a JSON value without its final
-// newline. Only net/http's own copy of the header is allocated.
+// newline. Only net/http's own copy of the header is allocated: the
+// newline is a write of its own (both land in the response's buffer), not
+// an append that may grow body.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	w.Write(body)
+	w.Write(newline)
 }
+
+var newline = []byte{'\n'}

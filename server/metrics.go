@@ -250,9 +250,24 @@ func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator
 	return nil
 }
 
+// statusCodes holds the decimal strings of the HTTP statuses, so that
+// counting a request does not format its status anew.
+var statusCodes = func() (codes [600]string) {
+	for i := 100; i < len(codes); i++ {
+		codes[i] = strconv.Itoa(i)
+	}
+	return codes
+}()
+
 // requestDone counts and times a request by the mux pattern that served it.
 func (m *Metrics) requestDone(route string, status int, took time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	var code string
+	if status >= 100 && status < len(statusCodes) {
+		code = statusCodes[status]
+	} else {
+		code = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(route, code).Inc()
 	m.requestLatency.WithLabelValues(route).Observe(took.Seconds())
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -222,14 +223,13 @@ func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coord
 	return o, d.OK() && seen&required == required
 }
 
-// versionETag is the entity tag of a version: the number, quoted.
-func versionETag(v uint64) string {
-	var b [24]byte
-	return string(append(strconv.AppendUint(append(b[:0], '"'), v, 10), '"'))
-}
-
 // getGroupOffsets is GET /v1/groups/{group}/offsets[?topic=t][&wait=30s].
 func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
+	s.getGroupOffsetsOf(w, r, r.PathValue("group"))
+}
+
+// getGroupOffsetsOf answers a read of group's offsets.
+func (s *Server) getGroupOffsetsOf(w http.ResponseWriter, r *http.Request, group string) {
 	q, e := parseQuery(r, "topic", "wait")
 	if e != nil {
 		writeError(w, e)
@@ -247,7 +247,6 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	group := r.PathValue("group")
 	s.servePolled(w, r, wait, pollable{
 		watch: func() (<-chan struct{}, <-chan struct{}, func(), error) {
 			_, changed, stop, err := s.c.WatchGroup(group)
@@ -260,7 +259,7 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 				return version{}, err
 			}
 			return version{
-				etag: versionETag(info.Version),
+				etag: wire.ETag(info.Version),
 				key:  cache.ResponseKey(kindGroupOffsets, info.Version, group, topic),
 				encode: func() ([]byte, bool, error) {
 					offsets, now, err := s.c.GroupOffsets(group)
@@ -277,8 +276,8 @@ func (s *Server) getGroupOffsets(w http.ResponseWriter, r *http.Request) {
 // encodeGroupOffsets encodes a group's offsets (those on topic, when it is
 // not empty), in a new slice the response cache may keep.
 func encodeGroupOffsets(group, topic string, offsets []coordinator.PartitionOffset, info coordinator.GroupInfo) ([]byte, bool, error) {
-	buf := bytebufferpool.Get()
-	defer bytebufferpool.Put(buf)
+	buf := groupAnswers.Get()
+	defer groupAnswers.Put(buf)
 	b := append(buf.B, `{"group":`...)
 	b = wire.AppendString(b, group)
 	b = append(b, `,"version":`...)
@@ -301,6 +300,13 @@ func encodeGroupOffsets(group, topic string, offsets []coordinator.PartitionOffs
 	return bytes.Clone(b), true, nil
 }
 
+// groupAnswers holds the buffers groups' answers are encoded in, apart
+// from the shared pool: a pool learns the sizes it is asked for and drops
+// buffers much larger than most, so among the small buffers of commits
+// and point fetches every group's answer (13 KiB for 128 offsets) would
+// be encoded in a fresh one.
+var groupAnswers bytebufferpool.Pool
+
 func toWire(o coordinator.PartitionOffset) wire.Offset {
 	return wire.Offset{
 		Topic:       o.Topic,
@@ -314,12 +320,50 @@ func toWire(o coordinator.PartitionOffset) wire.Offset {
 
 // getOffset is GET /v1/groups/{group}/offsets/{topic}/{partition}.
 func (s *Server) getOffset(w http.ResponseWriter, r *http.Request) {
+	s.getOffsetOf(w, r, r.PathValue("group"), r.PathValue("topic"), r.PathValue("partition"))
+}
+
+// The patterns of the hot reads, which are also their metrics' routes.
+const (
+	groupOffsetsPattern = "GET /v1/groups/{group}/offsets"
+	pointFetchPattern   = "GET /v1/groups/{group}/offsets/{topic}/{partition}"
+)
+
+// hotRead returns the pattern and path values of p, a clean, escaped path,
+// if the mux would route it to getGroupOffsets or getOffset and none of
+// its segments is escaped: what the mux would give the handler, found
+// without the mux, which allocates its matches. pattern is empty for any
+// other path.
+func hotRead(p string) (pattern, group, topic, partition string) {
+	rest, ok := strings.CutPrefix(p, "/v1/groups/")
+	if !ok || strings.IndexByte(rest, '%') >= 0 {
+		return "", "", "", ""
+	}
+	group, rest, _ = strings.Cut(rest, "/")
+	if group == "" {
+		return "", "", "", ""
+	}
+	if rest == "offsets" {
+		return groupOffsetsPattern, group, "", ""
+	}
+	rest, ok = strings.CutPrefix(rest, "offsets/")
+	if !ok {
+		return "", "", "", ""
+	}
+	topic, partition, _ = strings.Cut(rest, "/")
+	if topic == "" || partition == "" || strings.IndexByte(partition, '/') >= 0 {
+		return "", "", "", ""
+	}
+	return pointFetchPattern, group, topic, partition
+}
+
+// getOffsetOf answers a point fetch of the given path values.
+func (s *Server) getOffsetOf(w http.ResponseWriter, r *http.Request, group, topic, partition string) {
 	if _, e := parseQuery(r); e != nil {
 		writeError(w, e)
 		return
 	}
-	group, topic := r.PathValue("group"), r.PathValue("topic")
-	part, e := parsePartition(r.PathValue("partition"))
+	part, e := parsePartition(partition)
 	if e != nil {
 		writeError(w, e)
 		return

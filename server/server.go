@@ -184,19 +184,27 @@ func (s *Server) Close() {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := recorders.Get().(*statusRecorder)
+		*rec = statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		took := time.Since(start)
+		status := rec.status
+		*rec = statusRecorder{} // no reference to w outlives the request
+		recorders.Put(rec)
 		route := r.Pattern
 		if route == "" {
 			route = "unrouted"
 		}
-		s.metrics.requestDone(route, rec.status, took)
+		s.metrics.requestDone(route, status, took)
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
-			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", route, "status", rec.status, "took", took, "remote", r.RemoteAddr)
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "route", route, "status", status, "took", took, "remote", r.RemoteAddr)
 		}
 	})
 }
+
+// recorders holds the statusRecorders of finished requests: a handler
+// never keeps its ResponseWriter after it returns, so each is reused.
+var recorders = sync.Pool{New: func() any { return new(statusRecorder) }}
 
 // serve rejects paths the mux would redirect, then dispatches.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -207,9 +215,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		// The mux answers a path with an empty or dot segment with a
 		// redirect; an empty group or topic is bad input here.
-		if p := r.URL.EscapedPath(); path.Clean(p) != p {
+		p := r.URL.EscapedPath()
+		if path.Clean(p) != p {
 			writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "path %q has an empty or dot segment", p))
 			return
+		}
+		// The hot reads are routed here; on a cluster node they go
+		// through the mux, to their read barrier.
+		if r.Method == http.MethodGet && s.opts.Cluster == nil {
+			switch pattern, group, topic, partition := hotRead(p); pattern {
+			case pointFetchPattern:
+				r.Pattern = pattern
+				s.getOffsetOf(w, r, group, topic, partition)
+				return
+			case groupOffsetsPattern:
+				r.Pattern = pattern
+				s.getGroupOffsetsOf(w, r, group)
+				return
+			}
 		}
 	}
 	s.mux.ServeHTTP(w, r)
@@ -235,7 +258,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/groups/{group}", methods: map[string]http.HandlerFunc{
 			"DELETE": s.deleteGroup,
 		}},
-		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{
+		{path: "/v1/groups/{group}/offsets", methods: map[string]http.HandlerFunc{ // groupOffsetsPattern
 			"GET":  s.linearizable(s.getGroupOffsets),
 			"POST": s.commitOffsets,
 		}},
@@ -245,7 +268,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/groups/{group}/offsets/{topic}", methods: map[string]http.HandlerFunc{
 			"DELETE": s.deleteOffsets,
 		}},
-		{path: "/v1/groups/{group}/offsets/{topic}/{partition}", methods: map[string]http.HandlerFunc{
+		{path: "/v1/groups/{group}/offsets/{topic}/{partition}", methods: map[string]http.HandlerFunc{ // pointFetchPattern
 			"GET": s.linearizable(s.getOffset),
 		}},
 		{path: "/v1/static-topics", methods: map[string]http.HandlerFunc{

@@ -96,6 +96,13 @@ func AppendVersion(dst []byte, v uint64) []byte {
 	return append(dst, '}')
 }
 
+// ETag is the entity tag of a group's version: the number, quoted, as the
+// server sends it and a poller names it in If-None-Match. One allocation.
+func ETag(v uint64) string {
+	var b [24]byte
+	return string(append(strconv.AppendUint(append(b[:0], '"'), v, 10), '"'))
+}
+
 // AppendCommitStart appends the start of a commit's body, up to the first
 // offset: {"generation":g,"offsets":[. AppendCommitOffset appends each
 // offset (first says whether it is the first), AppendCommitEnd closes it.

@@ -1,0 +1,265 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+)
+
+// leanTransport sends a Client's requests to http:// servers over
+// HTTP/1.1 keep-alive connections of its own. It writes each request from
+// its connection's buffers and reads of the answer only what the Client
+// uses (the status, the body, Retry-After, the leader of a 421, an ETag),
+// where net/http's transport builds a Request and a Response with their
+// headers and hands each round trip between goroutines: some fifty
+// allocations a call, for answers of a few hundred bytes.
+//
+// A Client uses it unless the caller passes Options.HTTPClient, the base
+// URL is https://, or a proxy from the environment applies
+// (http.ProxyFromEnvironment): net/http serves those.
+type leanTransport struct {
+	dialer  net.Dialer
+	maxIdle int // 0 keeps none: every request says Connection: close
+
+	mu    sync.Mutex
+	idle  map[string][]*leanConn // by host; guarded by mu
+	nIdle int                    // guarded by mu
+}
+
+// leanConn is one connection to a server.
+type leanConn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	reused bool // has answered a request before
+	peek   peeker
+}
+
+// leanRequest is one request as the lean transport writes it.
+type leanRequest struct {
+	method string
+	host   string // host[:port], as in the URL
+	uri    string // the path and query, escaped
+	auth   string // the Authorization header's value, if any
+	ifNone string // If-None-Match, if any
+	body   []byte // sent with Content-Type: application/json when not nil
+	etag   bool   // keep the answer's ETag
+}
+
+func newLeanTransport(maxIdle int) *leanTransport {
+	return &leanTransport{maxIdle: maxIdle, idle: make(map[string][]*leanConn)}
+}
+
+// aLongTimeAgo is a deadline that makes every blocked read and write on a
+// connection return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// roundTrip sends r and reads the answer's body into buf. A request that
+// finds its reused connection closed by the server before any answer (an
+// idle connection the server timed out) is sent again, once, on a new
+// connection, if nothing of it can have been acted on: a write that
+// failed, or a GET.
+func (t *leanTransport) roundTrip(ctx context.Context, r *leanRequest, buf *bytebufferpool.ByteBuffer) (head, error) {
+	if err := ctx.Err(); err != nil {
+		return head{}, err
+	}
+	for fresh := false; ; fresh = true {
+		lc, err := t.conn(ctx, r.host, fresh)
+		if err != nil {
+			return head{}, err
+		}
+		h, wrote, err := t.exchange(ctx, lc, r, buf)
+		if err == nil {
+			if h.close {
+				lc.nc.Close()
+			} else {
+				t.put(r.host, lc)
+			}
+			return h, nil
+		}
+		lc.nc.Close()
+		retry := lc.reused && ctx.Err() == nil &&
+			(!wrote || r.method == http.MethodGet && errors.Is(err, errNothingRead))
+		if !retry {
+			return head{}, err
+		}
+	}
+}
+
+// errNothingRead marks an exchange whose connection ended before the
+// first byte of an answer.
+var errNothingRead = errors.New("the server closed the connection before answering")
+
+// exchange writes r on lc and reads the answer. wrote is false when the
+// request could not be written whole.
+func (t *leanTransport) exchange(ctx context.Context, lc *leanConn, r *leanRequest, buf *bytebufferpool.ByteBuffer) (h head, wrote bool, err error) {
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		lc.nc.SetDeadline(deadline)
+	}
+	var stop func() bool
+	if ctx.Done() != nil {
+		// Unblocks the reads and writes below when the context ends; the
+		// connection is closed then, never reused.
+		stop = context.AfterFunc(ctx, func() { lc.nc.SetDeadline(aLongTimeAgo) })
+	}
+	err = t.write(lc, r)
+	if wrote = err == nil; wrote {
+		if _, err = lc.br.Peek(1); err != nil {
+			err = fmt.Errorf("%w: %w", errNothingRead, err)
+		} else {
+			h, err = readResponse(lc.br, r.method, buf, r.etag)
+		}
+	}
+	cancelled := stop != nil && !stop()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		err = ctx.Err()
+	case err != nil && hasDeadline && errors.Is(err, os.ErrDeadlineExceeded):
+		err = context.DeadlineExceeded
+	case err != nil:
+	case cancelled:
+		h.close = true // the answer is whole, but the deadline is spoilt
+	case hasDeadline:
+		lc.nc.SetDeadline(time.Time{})
+	}
+	return h, wrote, err
+}
+
+// write sends r's request line, header and body.
+func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
+	w := lc.bw
+	w.WriteString(r.method)
+	w.WriteByte(' ')
+	w.WriteString(r.uri)
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(r.host)
+	w.WriteString("\r\n")
+	if r.auth != "" {
+		w.WriteString("Authorization: ")
+		w.WriteString(r.auth)
+		w.WriteString("\r\n")
+	}
+	if r.ifNone != "" {
+		w.WriteString("If-None-Match: ")
+		w.WriteString(r.ifNone)
+		w.WriteString("\r\n")
+	}
+	if r.body != nil {
+		w.WriteString("Content-Type: application/json\r\nContent-Length: ")
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(len(r.body)), 10))
+		w.WriteString("\r\n")
+	}
+	if t.maxIdle == 0 {
+		w.WriteString("Connection: close\r\n")
+	}
+	w.WriteString("\r\n")
+	w.Write(r.body)
+	return w.Flush()
+}
+
+// conn returns an idle connection to host that the server has not closed,
+// or a new one; with fresh, always a new one.
+func (t *leanTransport) conn(ctx context.Context, host string, fresh bool) (*leanConn, error) {
+	for !fresh {
+		t.mu.Lock()
+		idle := t.idle[host]
+		if len(idle) == 0 {
+			t.mu.Unlock()
+			break
+		}
+		lc := idle[len(idle)-1]
+		idle[len(idle)-1] = nil
+		t.idle[host] = idle[:len(idle)-1]
+		t.nIdle--
+		t.mu.Unlock()
+		if lc.br.Buffered() == 0 && lc.peek.open() {
+			return lc, nil
+		}
+		lc.nc.Close() // closed by the server, or it sent what nobody asked for
+	}
+	addr := host
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		addr = net.JoinHostPort(strings.Trim(host, "[]"), "80")
+	}
+	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &leanConn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), peek: newPeeker(nc)}, nil
+}
+
+// put keeps lc for the next request to host, or closes it when the pool
+// is full.
+func (t *leanTransport) put(host string, lc *leanConn) {
+	lc.reused = true
+	t.mu.Lock()
+	if t.nIdle >= t.maxIdle {
+		t.mu.Unlock()
+		lc.nc.Close()
+		return
+	}
+	t.idle[host] = append(t.idle[host], lc)
+	t.nIdle++
+	t.mu.Unlock()
+}
+
+// closeIdle closes every idle connection.
+func (t *leanTransport) closeIdle() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle, t.nIdle = make(map[string][]*leanConn), 0
+	t.mu.Unlock()
+	for _, conns := range idle {
+		for _, lc := range conns {
+			lc.nc.Close()
+		}
+	}
+}
+
+// leanTarget splits an http:// URL into the host and the request URI, if
+// the lean transport may send to it: not through a proxy.
+func leanTarget(target, baseHost string) (host, uri string, ok bool) {
+	rest, ok := strings.CutPrefix(target, "http://")
+	if !ok {
+		return "", "", false
+	}
+	i := strings.IndexAny(rest, "/?")
+	if i < 0 || rest[i] != '/' {
+		return "", "", false // no path: only the base URL's own form, sent by net/http
+	}
+	host, uri = rest[:i], rest[i:]
+	if host != baseHost && proxied(&url.URL{Scheme: "http", Host: host}) {
+		return "", "", false
+	}
+	return host, uri, true
+}
+
+// proxied reports whether the environment sends requests to u through a
+// proxy (or says so unreadably).
+func proxied(u *url.URL) bool {
+	p, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+	return err != nil || p != nil
+}
+
+// validHeaderValue reports whether s can be sent as a header value as it
+// is: no control characters but tab. net/http refuses the others.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,300 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// leanServer serves h on loopback and counts the connections clients
+// opened to it.
+type leanServer struct {
+	*httptest.Server
+	conns atomic.Int64
+}
+
+func newLeanServer(t *testing.T, h http.HandlerFunc) *leanServer {
+	t.Helper()
+	s := &leanServer{Server: httptest.NewUnstartedServer(h)}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newLeanClient returns a Client of s with the package's own transport,
+// and checks that it is the lean one.
+func newLeanClient(t *testing.T, s *leanServer, opts Options) *Client {
+	t.Helper()
+	c, err := New(s.URL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.lean == nil {
+		t.Fatal("a client of an http:// server without a proxy does not use the lean transport")
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// idleConnCount returns how many connections c's lean transport keeps.
+func idleConnCount(c *Client) int {
+	c.lean.mu.Lock()
+	defer c.lean.mu.Unlock()
+	return c.lean.nIdle
+}
+
+// get sends GET path and returns the answer's status and body.
+func get(ctx context.Context, c *Client, path ...string) (int, string, error) {
+	rep, err := c.do(ctx, call{method: "GET", path: segments(path...)})
+	if err != nil {
+		return 0, "", err
+	}
+	defer rep.release()
+	return rep.status, string(rep.body), nil
+}
+
+// Calls one after another share one connection; the answers are whole.
+func TestLeanKeepAlive(t *testing.T) {
+	var ua atomic.Value
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		ua.Store(r.UserAgent())
+		io.WriteString(w, r.URL.Path)
+	})
+	c := newLeanClient(t, s, Options{})
+	for i := range 20 {
+		status, body, err := get(t.Context(), c, "a", "b c")
+		if err != nil || status != 200 || body != "/a/b c" {
+			t.Fatalf("call %d: %d %q %v", i, status, body, err)
+		}
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("20 calls opened %d connections, want 1", n)
+	}
+	if ua.Load() != "" {
+		t.Fatalf("the request went through net/http (User-Agent %q)", ua.Load())
+	}
+}
+
+// An idle connection the server closed is not used: the next call dials.
+// A GET whose reused connection ends before any answer is sent again.
+func TestLeanServerClosesIdle(t *testing.T) {
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	})
+	c := newLeanClient(t, s, Options{})
+	for round := range 3 {
+		if status, body, err := get(t.Context(), c, "x"); err != nil || status != 200 || body != "ok" {
+			t.Fatalf("round %d: %d %q %v", round, status, body, err)
+		}
+		s.CloseClientConnections()
+	}
+	if n := s.conns.Load(); n != 3 {
+		t.Fatalf("3 calls, each after the server closed the connections, opened %d, want 3", n)
+	}
+	// Whether or not the check before reuse sees the close, the call
+	// gets its answer: a GET that found no answer is sent again.
+	c.lean.mu.Lock()
+	for _, conns := range c.lean.idle {
+		for _, lc := range conns {
+			lc.peek = peeker{} // takes every connection to be open
+		}
+	}
+	c.lean.mu.Unlock()
+	if status, body, err := get(t.Context(), c, "x"); err != nil || status != 200 || body != "ok" {
+		t.Fatalf("a GET on a connection the server closed: %d %q %v", status, body, err)
+	}
+}
+
+// An answer with Connection: close ends its connection; the next call
+// dials anew, and gets its answer.
+func TestLeanConnectionClose(t *testing.T) {
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	})
+	c := newLeanClient(t, s, Options{})
+	for i := range 3 {
+		if status, body, err := get(t.Context(), c, "x"); err != nil || status != 200 || body != "bye" {
+			t.Fatalf("call %d: %d %q %v", i, status, body, err)
+		}
+	}
+	if n := s.conns.Load(); n != 3 {
+		t.Fatalf("3 calls answered with Connection: close opened %d connections, want 3", n)
+	}
+	if n := idleConnCount(c); n != 0 {
+		t.Fatalf("%d connections kept after Connection: close", n)
+	}
+}
+
+// MaxIdleConns < 0 keeps no connection: each request says so.
+func TestLeanNoKeepAlive(t *testing.T) {
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if !r.Close {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	})
+	c := newLeanClient(t, s, Options{MaxIdleConns: -1})
+	for i := range 3 {
+		if status, _, err := get(t.Context(), c, "x"); err != nil || status != 200 {
+			t.Fatalf("call %d: %d %v", i, status, err)
+		}
+	}
+	if n := s.conns.Load(); n != 3 {
+		t.Fatalf("3 calls opened %d connections, want 3", n)
+	}
+}
+
+// A chunked answer (a handler that flushes as it goes) is read whole, and
+// its connection serves the next call.
+func TestLeanChunked(t *testing.T) {
+	parts := []string{`{"a":`, strings.Repeat("1", 5000), `}`}
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range parts {
+			io.WriteString(w, p)
+			w.(http.Flusher).Flush()
+		}
+	})
+	c := newLeanClient(t, s, Options{})
+	for i := range 3 {
+		rep, err := c.do(t.Context(), call{method: "GET", path: segments("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(rep.body) != strings.Join(parts, "") {
+			t.Fatalf("call %d: %d bytes", i, len(rep.body))
+		}
+		rep.release()
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("3 chunked answers took %d connections, want 1", n)
+	}
+}
+
+// A context cancelled while the answer is coming ends the call with the
+// context's error, and a deadline with its own; neither leaves the
+// connection in the pool.
+func TestLeanContextMidResponse(t *testing.T) {
+	flushed := make(chan struct{}, 1)
+	release := make(chan struct{})
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		io.WriteString(w, "the first bytes")
+		w.(http.Flusher).Flush()
+		flushed <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	c := newLeanClient(t, s, Options{})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-flushed
+		cancel()
+	}()
+	if _, _, err := get(ctx, c, "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled mid-answer: %v", err)
+	}
+
+	ctx, cancel = context.WithDeadline(t.Context(), time.Now().Add(50*time.Millisecond))
+	defer cancel()
+	go func() { <-flushed }()
+	if _, _, err := get(ctx, c, "x"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past its deadline mid-answer: %v", err)
+	}
+	if n := idleConnCount(c); n != 0 {
+		t.Fatalf("%d connections kept after calls that ended mid-answer", n)
+	}
+}
+
+// An answer cut short by the server is an error that says so, not a hang
+// nor a short body; so is one that is not HTTP.
+func TestLeanCutShort(t *testing.T) {
+	answers := map[string]string{
+		"/body":    "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this",
+		"/chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly this",
+		"/head":    "HTTP/1.1 200 OK\r\nContent-Le",
+		"/garbage": "SSH-2.0-OpenSSH\r\n\r\n",
+	}
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.WriteString(conn, answers[r.URL.Path])
+		conn.Close()
+	})
+	c := newLeanClient(t, s, Options{})
+	for path, want := range map[string]error{"body": io.ErrUnexpectedEOF, "chunked": io.ErrUnexpectedEOF, "head": io.ErrUnexpectedEOF, "garbage": errBadResponse} {
+		if _, _, err := get(t.Context(), c, path); !errors.Is(err, want) || !strings.Contains(err.Error(), "/"+path) {
+			t.Errorf("%s: %v, want %v naming the URL", path, err, want)
+		}
+	}
+}
+
+// Only an http:// server without a proxy, and a Client without a caller's
+// HTTPClient, gets the lean transport; the others keep net/http's.
+func TestLeanOnlyWhereItApplies(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		opts Options
+		lean bool
+	}{
+		{"http://127.0.0.1:1", Options{}, true},
+		{"127.0.0.1:1", Options{Token: "t"}, true},
+		{"https://127.0.0.1:1", Options{}, false},
+		{"http://127.0.0.1:1", Options{HTTPClient: &http.Client{}}, false},
+		{"http://127.0.0.1:1", Options{Token: "a\r\nX-Evil: 1"}, false},
+	} {
+		c, err := New(tc.url, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (c.lean != nil) != tc.lean {
+			t.Errorf("New(%q, %+v): lean transport %v, want %v", tc.url, tc.opts, c.lean != nil, tc.lean)
+		}
+	}
+}
+
+// A proxy from the environment sends the client through net/http, which
+// goes through it; a host the proxy does not apply to (loopback) keeps
+// the lean transport. The environment is read once a process, so the
+// test runs itself again with a proxy set.
+func TestLeanProxyFallback(t *testing.T) {
+	if os.Getenv("OFFSETD_TEST_PROXY_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestLeanProxyFallback$", "-test.count", "1")
+		cmd.Env = append(os.Environ(), "OFFSETD_TEST_PROXY_CHILD=1", "HTTP_PROXY=http://127.0.0.1:9", "http_proxy=", "NO_PROXY=", "no_proxy=", "REQUEST_METHOD=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the test with a proxy set: %v\n%s", err, out)
+		}
+		return
+	}
+	for url, lean := range map[string]bool{"http://offsetd.example:7070": false, "http://127.0.0.1:7070": true} {
+		c, err := New(url, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (c.lean != nil) != lean {
+			t.Errorf("HTTP_PROXY set, New(%q): lean transport %v, want %v", url, c.lean != nil, lean)
+		}
+	}
+}
