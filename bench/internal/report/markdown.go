@@ -73,7 +73,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 		b.WriteString("offsetd-http is offsetd behind its HTTP server (default options, response cache on) on a loopback listener, driven through the Go client over keep-alive connections, in the benchmark's process: its allocations count the client's and the server's. ")
 		b.WriteString("offsetd-kafka is offsetd behind its Kafka listener on loopback, driven by franz-go clients, one connection per concurrent caller: commits through kadm (a Metadata request, then the OffsetCommit), group reads through kadm, point reads as one OffsetFetch. ")
 		b.WriteString("Rates count every client together; a commit is acknowledged once fsynced, as embedded. ")
-		b.WriteString("A polled fetch is one poller re-reading a group of 128 offsets that has not changed: the body from the response cache, encoded afresh (cache off), or a conditional GET answered 304.\n\n")
+		b.WriteString("A polled fetch is one poller re-reading, through the Go client, a group of 128 offsets that has not changed: answered 200 from the response cache or encoded afresh (cache off), both decoded by the client, or a conditional GET answered 304.\n\n")
 		b.WriteString(httpTables.String())
 	}
 
