@@ -10,8 +10,9 @@
 // all that wait. One fsync makes the waiting batches of every partition
 // durable (group commit across partitions); while a batch syncs, the next
 // forms. As each batch is durable, in order, it is applied to the
-// in-memory tables under the lock, by whichever of its callers or the
-// writer comes first, and only then acknowledged. Reads are
+// in-memory tables under the lock, by the caller that started the batch
+// (or the writer, for its own batches and those of a caller that gave
+// up), and only then acknowledged. Reads are
 // served from the tables and never touch the disk. On Open, every
 // partition loads its newest snapshot, then the journal is read once and
 // each record goes to its partition; partitions apply in parallel.
