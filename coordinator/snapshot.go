@@ -183,14 +183,16 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 		if !ok {
 			continue // deleted since the listing
 		}
-		for len(entries) > 0 {
-			n := min(len(entries), maxSnapEntries)
-			buf.B = enc.encode(buf.B[:0], name, info, at, entries[:n])
+		// The records take entries a chunk at a time; entries itself
+		// stays whole, so the next group reuses its array.
+		for rest := entries; len(rest) > 0; {
+			n := min(len(rest), maxSnapEntries)
+			buf.B = enc.encode(buf.B[:0], name, info, at, rest[:n])
 			if err := w.Add(recSnapGroups, buf.B); err != nil {
 				w.Abort()
 				return 0, err
 			}
-			entries = entries[n:]
+			rest = rest[n:]
 		}
 	}
 	for _, m := range p.mappings.All(nil) {
