@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // fdatasync flushes f's data, and the metadata needed to read it back, to
@@ -64,4 +65,14 @@ func kernelRelease() string {
 		return "unknown"
 	}
 	return "linux " + strings.TrimSpace(string(b))
+}
+
+// processCPU returns the CPU time the process has used so far, user and
+// system, or 0 where it cannot tell.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

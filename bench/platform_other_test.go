@@ -5,6 +5,7 @@ package bench
 import (
 	"os"
 	"runtime"
+	"time"
 )
 
 // fdatasync falls back to fsync where fdatasync does not exist.
@@ -18,3 +19,6 @@ func filesystem(string) string { return "unknown" }
 
 // kernelRelease names the operating system only.
 func kernelRelease() string { return runtime.GOOS }
+
+// processCPU returns 0: the process's CPU time is read on Linux only.
+func processCPU() time.Duration { return 0 }

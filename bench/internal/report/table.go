@@ -78,6 +78,7 @@ var metrics = []metric{
 	{"Commit", "commits/s", "commits/s", true, formatRate},
 	{"Commit", "p50-ns", "p50 latency", false, formatNanos},
 	{"Commit", "p99-ns", "p99 latency", false, formatNanos},
+	{"Commit", "cpu-ns", "CPU per commit", false, formatNanos},
 	{"ClusterCommit", "commits/s", "commits/s", true, formatRate},
 	{"ClusterCommit", "p50-ns", "p50 latency", false, formatNanos},
 	{"ClusterCommit", "p99-ns", "p99 latency", false, formatNanos},
