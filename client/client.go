@@ -31,9 +31,10 @@ type Options struct {
 	// the package's own transport keeps between calls. Set it to the most
 	// goroutines that call the Client at once: a call that finds no idle
 	// connection dials a new one, and one that finds the pool full closes
-	// its connection after the answer (Go's default transport keeps 2 per
-	// host, so a Client shared by 64 goroutines would dial on most calls).
-	// Zero means DefaultMaxIdleConns; a negative value keeps none.
+	// the connection idle longest after the answer (Go's default transport
+	// keeps 2 per host, so a Client shared by 64 goroutines would dial on
+	// most calls). A connection idle for 90 seconds is closed. Zero means
+	// DefaultMaxIdleConns; a negative value keeps none.
 	MaxIdleConns int
 	// Token, when not empty, is sent as "Authorization: Bearer <Token>".
 	Token string

@@ -16,19 +16,26 @@ import (
 	"time"
 )
 
-// leanServer serves h on loopback and counts the connections clients
-// opened to it.
+// leanServer serves h on loopback, counts the connections clients
+// opened to it and tells of each that ended.
 type leanServer struct {
 	*httptest.Server
-	conns atomic.Int64
+	conns  atomic.Int64
+	closed chan struct{} // one value for each connection closed
 }
 
 func newLeanServer(t *testing.T, h http.HandlerFunc) *leanServer {
 	t.Helper()
-	s := &leanServer{Server: httptest.NewUnstartedServer(h)}
+	s := &leanServer{Server: httptest.NewUnstartedServer(h), closed: make(chan struct{}, 1<<10)}
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+		case http.StateClosed:
+			select {
+			case s.closed <- struct{}{}:
+			default:
+			}
 		}
 	}
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -118,6 +125,83 @@ func TestLeanServerClosesIdle(t *testing.T) {
 	c.lean.mu.Unlock()
 	if status, body, err := get(t.Context(), c, "x"); err != nil || status != 200 || body != "ok" {
 		t.Fatalf("a GET on a connection the server closed: %d %q %v", status, body, err)
+	}
+}
+
+// A full pool makes room for a connection by closing the one idle
+// longest, whatever its host: after the leader moves, the connections to
+// the old one go, and the calls to the new one reuse theirs.
+func TestLeanPoolClosesOldest(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+	a, b := newLeanServer(t, ok), newLeanServer(t, ok)
+	c := newLeanClient(t, a, Options{MaxIdleConns: 2})
+	hostA, hostB := a.Listener.Addr().String(), b.Listener.Addr().String()
+	// Two connections to a, both idle.
+	var conns []*leanConn
+	for range 2 {
+		lc, err := c.lean.conn(t.Context(), hostA, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, lc)
+	}
+	for _, lc := range conns {
+		c.lean.put(hostA, lc)
+	}
+	for i := range 10 {
+		rep, err := c.do(t.Context(), call{method: "GET", path: segments("x"), host: hostB})
+		if err != nil || string(rep.body) != "ok" {
+			t.Fatalf("call %d to b: %q %v", i, rep.body, err)
+		}
+		rep.release()
+	}
+	if n := b.conns.Load(); n != 1 {
+		t.Fatalf("10 calls to b with the pool full of a's connections opened %d, want 1", n)
+	}
+	c.lean.mu.Lock()
+	toA, toB := len(c.lean.idle[hostA]), len(c.lean.idle[hostB])
+	c.lean.mu.Unlock()
+	if toA != 1 || toB != 1 {
+		t.Fatalf("idle connections: %d to a, %d to b; want 1 and 1", toA, toB)
+	}
+	<-a.closed // the older of a's, closed by the client
+}
+
+// A connection idle for leanIdleTimeout is closed, to whichever host,
+// before the server closes it; one idle for less is reused.
+func TestLeanIdleTimeout(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+	a, b := newLeanServer(t, ok), newLeanServer(t, ok)
+	c := newLeanClient(t, a, Options{})
+	now := time.Now()
+	c.lean.now = func() time.Time { return now }
+	get := func(s *leanServer) {
+		t.Helper()
+		rep, err := c.do(t.Context(), call{method: "GET", path: segments("x"), host: s.Listener.Addr().String()})
+		if err != nil || string(rep.body) != "ok" {
+			t.Fatalf("%q %v", rep.body, err)
+		}
+		rep.release()
+	}
+	get(a)
+	now = now.Add(leanIdleTimeout - time.Second)
+	get(a)
+	if n := a.conns.Load(); n != 1 {
+		t.Fatalf("a call after %v idle opened a connection", leanIdleTimeout-time.Second)
+	}
+	now = now.Add(leanIdleTimeout)
+	get(a)
+	if n := a.conns.Load(); n != 2 {
+		t.Fatalf("a call after %v idle reused the connection", leanIdleTimeout)
+	}
+	<-a.closed // the one that timed out, closed by the client
+
+	// A call to b closes the connection to a that has timed out since.
+	now = now.Add(leanIdleTimeout)
+	get(b)
+	<-a.closed
+	if n := idleConnCount(c); n != 1 {
+		t.Fatalf("%d idle connections, want only b's", n)
 	}
 }
 
