@@ -18,14 +18,14 @@ import (
 // Options configures a Client. The zero value works.
 type Options struct {
 	// HTTPClient sends the requests. Nil means the package's own
-	// transport: for an http:// server reached without a proxy, a lean
-	// HTTP/1.1 client that keeps MaxIdleConns idle keep-alive connections
-	// and allocates next to nothing per call; for an https:// server, or
-	// when http.ProxyFromEnvironment names a proxy, net/http's transport
-	// with as many idle connections. Neither has an overall timeout
-	// (contexts bound calls, and long polls need to outlast their wait). A
-	// caller's HTTPClient is used as it is: MaxIdleConns does not apply to
-	// it.
+	// transport: on Unix, for an http:// server reached without a proxy, a
+	// lean HTTP/1.1 client that keeps MaxIdleConns idle keep-alive
+	// connections and allocates next to nothing per call; for an https://
+	// server, when http.ProxyFromEnvironment names a proxy, or on other
+	// systems, net/http's transport with as many idle connections.
+	// Neither has an overall timeout (contexts bound calls, and long polls
+	// need to outlast their wait). A caller's HTTPClient is used as it is:
+	// MaxIdleConns does not apply to it.
 	HTTPClient *http.Client
 	// MaxIdleConns is how many idle keep-alive connections to the server
 	// the package's own transport keeps between calls. Set it to the most
@@ -106,7 +106,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
-		if u.Scheme == "http" && !proxied(u) && validHeaderValue(c.auth) {
+		if leanSupported && u.Scheme == "http" && !proxied(u) && validHeaderValue(c.auth) {
 			c.lean = newLeanTransport(idleConns(opts.MaxIdleConns))
 		}
 	}

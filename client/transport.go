@@ -25,9 +25,9 @@ import (
 // headers and hands each round trip between goroutines: some fifty
 // allocations a call, for answers of a few hundred bytes.
 //
-// A Client uses it unless the caller passes Options.HTTPClient, the base
-// URL is https://, or a proxy from the environment applies
-// (http.ProxyFromEnvironment): net/http serves those.
+// A Client uses it on Unix (leanSupported) unless the caller passes
+// Options.HTTPClient, the base URL is https://, or a proxy from the
+// environment applies (http.ProxyFromEnvironment): net/http serves those.
 type leanTransport struct {
 	dialer  net.Dialer
 	maxIdle int // 0 keeps none: every request says Connection: close

@@ -48,6 +48,9 @@ func newLeanServer(t *testing.T, h http.HandlerFunc) *leanServer {
 // and checks that it is the lean one.
 func newLeanClient(t *testing.T, s *leanServer, opts Options) *Client {
 	t.Helper()
+	if !leanSupported {
+		t.Skip("no lean transport on this system")
+	}
 	c, err := New(s.URL, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -336,8 +339,12 @@ func TestLeanCutShort(t *testing.T) {
 }
 
 // Only an http:// server without a proxy, and a Client without a caller's
-// HTTPClient, gets the lean transport; the others keep net/http's.
+// HTTPClient, gets the lean transport; the others keep net/http's. (On
+// other systems than Unix none does: lean_other_test.go.)
 func TestLeanOnlyWhereItApplies(t *testing.T) {
+	if !leanSupported {
+		t.Skip("no lean transport on this system")
+	}
 	for _, tc := range []struct {
 		url  string
 		opts Options
@@ -364,6 +371,9 @@ func TestLeanOnlyWhereItApplies(t *testing.T) {
 // the lean transport. The environment is read once a process, so the
 // test runs itself again with a proxy set.
 func TestLeanProxyFallback(t *testing.T) {
+	if !leanSupported {
+		t.Skip("no lean transport on this system")
+	}
 	if os.Getenv("OFFSETD_TEST_PROXY_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestLeanProxyFallback$", "-test.count", "1")
 		cmd.Env = append(os.Environ(), "OFFSETD_TEST_PROXY_CHILD=1", "HTTP_PROXY=http://127.0.0.1:9", "http_proxy=", "NO_PROXY=", "no_proxy=", "REQUEST_METHOD=")
