@@ -106,7 +106,8 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
-		if leanSupported && u.Scheme == "http" && !proxied(u) && validHeaderValue(c.auth) {
+		// net/http sends the user information of a URL as Basic auth.
+		if leanSupported && u.Scheme == "http" && u.User == nil && !proxied(u) && validHeaderValue(c.auth) {
 			c.lean = newLeanTransport(idleConns(opts.MaxIdleConns))
 		}
 	}

@@ -61,7 +61,7 @@ type leanConn struct {
 // leanRequest is one request as the lean transport writes it.
 type leanRequest struct {
 	method string
-	host   string // host[:port], as in the URL
+	host   string // host[:port], as url.URL.Host has it
 	uri    string // the path and query, escaped
 	auth   string // the Authorization header's value, if any
 	ifNone string // If-None-Match, if any
@@ -156,7 +156,7 @@ func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
 	w.WriteByte(' ')
 	w.WriteString(r.uri)
 	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(r.host)
+	w.WriteString(removeZone(r.host))
 	w.WriteString("\r\n")
 	if r.auth != "" {
 		w.WriteString("Authorization: ")
@@ -282,8 +282,10 @@ func (t *leanTransport) closeIdle() {
 	}
 }
 
-// leanTarget splits an http:// URL into the host and the request URI, if
-// the lean transport may send to it: not through a proxy.
+// leanTarget splits an http:// URL into the host (unescaped, as
+// url.URL.Host) and the request URI, if the lean transport may send to
+// it: not through a proxy. A URL with user information is not sent
+// through it (New sees to that for the base URL, which others share).
 func leanTarget(target, baseHost string) (host, uri string, ok bool) {
 	rest, ok := strings.CutPrefix(target, "http://")
 	if !ok {
@@ -294,10 +296,32 @@ func leanTarget(target, baseHost string) (host, uri string, ok bool) {
 		return "", "", false // no path: only the base URL's own form, sent by net/http
 	}
 	host, uri = rest[:i], rest[i:]
+	if strings.IndexByte(host, '%') >= 0 {
+		// An IPv6 zone, escaped in the URL ("[fe80::1%25eth0]"): the
+		// dial wants it as url.URL.Host has it.
+		u, err := url.Parse("http://" + host)
+		if err != nil {
+			return "", "", false
+		}
+		host = u.Host
+	}
 	if host != baseHost && proxied(&url.URL{Scheme: "http", Host: host}) {
 		return "", "", false
 	}
 	return host, uri, true
+}
+
+// removeZone returns host without the zone of an IPv6 address, which is
+// for the dial, not for the Host header (as net/http sends it).
+func removeZone(host string) string {
+	if !strings.HasPrefix(host, "[") {
+		return host
+	}
+	i := strings.LastIndexByte(host, ']')
+	if j := strings.LastIndexByte(host[:max(i, 0)], '%'); j > 0 {
+		return host[:j] + host[i:]
+	}
+	return host
 }
 
 // proxied reports whether the environment sends requests to u through a

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -355,6 +356,7 @@ func TestLeanOnlyWhereItApplies(t *testing.T) {
 		{"https://127.0.0.1:1", Options{}, false},
 		{"http://127.0.0.1:1", Options{HTTPClient: &http.Client{}}, false},
 		{"http://127.0.0.1:1", Options{Token: "a\r\nX-Evil: 1"}, false},
+		{"http://user:pw@127.0.0.1:1", Options{}, false},
 	} {
 		c, err := New(tc.url, tc.opts)
 		if err != nil {
@@ -363,6 +365,82 @@ func TestLeanOnlyWhereItApplies(t *testing.T) {
 		if (c.lean != nil) != tc.lean {
 			t.Errorf("New(%q, %+v): lean transport %v, want %v", tc.url, tc.opts, c.lean != nil, tc.lean)
 		}
+	}
+}
+
+// A base URL with a user and password is served, with them as Basic
+// auth, as net/http serves it.
+func TestLeanUserInfo(t *testing.T) {
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		user, pw, _ := r.BasicAuth()
+		io.WriteString(w, user+":"+pw)
+	})
+	c, err := New("http://user:p%40ss@"+s.Listener.Addr().String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	if status, body, err := get(t.Context(), c, "x"); err != nil || status != 200 || body != "user:p@ss" {
+		t.Fatalf("%d %q %v", status, body, err)
+	}
+}
+
+// leanTarget gives the host to dial as url.URL.Host has it, and the
+// request URI as the URL has it, escaped.
+func TestLeanTarget(t *testing.T) {
+	for _, tc := range []struct{ target, base, host, uri string }{
+		{"http://127.0.0.1:7070/v1/groups/a%2Fb", "127.0.0.1:7070", "127.0.0.1:7070", "/v1/groups/a%2Fb"},
+		{"http://[::1%25lo]:7070/v1/x?y=1", "[::1%lo]:7070", "[::1%lo]:7070", "/v1/x?y=1"},
+		{"http://[fe80::1%25eth0]/v1", "[fe80::1%eth0]", "[fe80::1%eth0]", "/v1"},
+	} {
+		host, uri, ok := leanTarget(tc.target, tc.base)
+		if !ok || host != tc.host || uri != tc.uri {
+			t.Errorf("leanTarget(%q): %q %q %v, want %q %q", tc.target, host, uri, ok, tc.host, tc.uri)
+		}
+	}
+}
+
+// A base URL of an IPv6 address with a zone is dialled with the zone, and
+// the Host header goes without it, as net/http sends it.
+func TestLeanIPv6Zone(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	var zone string
+	ifaces, _ := net.Interfaces()
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagLoopback != 0 {
+			zone = ifc.Name
+		}
+	}
+	if zone == "" {
+		ln.Close()
+		t.Skip("no loopback interface")
+	}
+	var host atomic.Value
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host.Store(r.Host)
+		io.WriteString(w, "ok")
+	}))
+	s.Listener.Close()
+	s.Listener = ln
+	s.Start()
+	defer s.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	c, err := New(fmt.Sprintf("http://[::1%%25%s]:%d", zone, port), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	if leanSupported && c.lean == nil {
+		t.Fatal("no lean transport")
+	}
+	if status, body, err := get(t.Context(), c, "x"); err != nil || status != 200 || body != "ok" {
+		t.Fatalf("%d %q %v", status, body, err)
+	}
+	if want := fmt.Sprintf("[::1]:%d", port); host.Load() != want {
+		t.Fatalf("Host %q, want %q", host.Load(), want)
 	}
 }
 
