@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/valyala/bytebufferpool"
 )
@@ -38,7 +39,10 @@ type head struct {
 // header. An error leaves the connection unusable.
 func readResponse(br *bufio.Reader, method string, buf *bytebufferpool.ByteBuffer, wantETag bool) (head, error) {
 	buf.Reset()
-	for {
+	for informational := 0; ; informational++ {
+		if informational > maxInformational {
+			return head{}, fmt.Errorf("%w: over %d informational (1xx) answers", errBadResponse, maxInformational)
+		}
 		h, err := readHead(br, wantETag)
 		if err != nil {
 			return head{}, err
@@ -51,6 +55,11 @@ func readResponse(br *bufio.Reader, method string, buf *bytebufferpool.ByteBuffe
 		}
 	}
 }
+
+// maxInformational bounds the 1xx answers skipped before the final one,
+// as net/http's transport does: a server that sends them without end
+// would otherwise hold the call for good.
+const maxInformational = 5
 
 // readHead reads a status line and the header fields after it.
 func readHead(br *bufio.Reader, wantETag bool) (head, error) {
@@ -87,8 +96,10 @@ func readHead(br *bufio.Reader, wantETag bool) (head, error) {
 		if len(line) == 0 {
 			break
 		}
+		// A name is a token: no line folding, and no space before the
+		// colon, which would hide a Content-Length (RFC 9112 5.1).
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
+		if colon <= 0 || !isToken(line[:colon]) {
 			return head{}, fmt.Errorf("%w: header line %q", errBadResponse, clip(line))
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
@@ -230,6 +241,18 @@ func unexpectedEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// isToken reports whether b is an HTTP token (RFC 9110 5.6.2), as a
+// header's name must be.
+func isToken(b []byte) bool {
+	for _, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseLength reads a Content-Length: decimal digits only.

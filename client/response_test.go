@@ -29,6 +29,11 @@ var responseSeeds = []string{
 	"HTTP/1.1 2x0 OK\r\n\r\n",
 	"HTTP/1.1 200 OK\r\nContent-Length: 3",
 	"",
+	strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 5) + "HTTP/1.1 204 No Content\r\n\r\n",
+	strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", 6) + "HTTP/1.1 204 No Content\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\n{}",
+	"HTTP/1.1 200 OK\r\nContent-Length\t: 2\r\n\r\n{}",
+	"HTTP/1.1 200 OK\r\nX(y): 1\r\nContent-Length: 2\r\n\r\n{}",
 }
 
 // FuzzReadResponse: whatever the bytes, readResponse returns (never
@@ -97,6 +102,11 @@ func TestReadResponse(t *testing.T) {
 		{"bad status", responseSeeds[12], false, head{}, "", errBadResponse},
 		{"cut head", responseSeeds[13], false, head{}, "", io.ErrUnexpectedEOF},
 		{"nothing", "", false, head{}, "", io.ErrUnexpectedEOF},
+		{"five 1xx", responseSeeds[15], false, head{status: 204, length: -1}, "", nil},
+		{"six 1xx", responseSeeds[16], false, head{}, "", errBadResponse},
+		{"space before colon", responseSeeds[17], false, head{}, "", errBadResponse},
+		{"tab before colon", responseSeeds[18], false, head{}, "", errBadResponse},
+		{"name not a token", responseSeeds[19], false, head{}, "", errBadResponse},
 		{"long line", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("x", 5000) + "\r\n\r\n", false, head{}, "", errBadResponse},
 	}
 	for _, c := range cases {

@@ -339,6 +339,34 @@ func TestLeanCutShort(t *testing.T) {
 	}
 }
 
+// A header with a space before its colon (a Content-Length the client
+// would not see) makes a malformed answer: the call fails at once and the
+// client closes the connection, where reading the body to the end of a
+// kept-alive connection would wait for good.
+func TestLeanSpaceBeforeColon(t *testing.T) {
+	closed := make(chan error, 1)
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			closed <- err
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\n{}")
+		_, err = io.Copy(io.Discard, conn) // until the client closes
+		closed <- err
+	})
+	c := newLeanClient(t, s, Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a bound on the failure, not a wait
+	defer cancel()
+	if _, _, err := get(ctx, c, "x"); !errors.Is(err, errBadResponse) {
+		t.Fatalf("an answer with %q: %v, want %v", "Content-Length : 2", err, errBadResponse)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("the server's end of the connection: %v", err)
+	}
+}
+
 // Only an http:// server without a proxy, and a Client without a caller's
 // HTTPClient, gets the lean transport; the others keep net/http's. (On
 // other systems than Unix none does: lean_other_test.go.)
