@@ -158,9 +158,7 @@ func readBody(br *bufio.Reader, method string, h *head, buf *bytebufferpool.Byte
 		if h.length > maxResponseBytes {
 			return fmt.Errorf("a response of %d bytes, over the %d this client reads", h.length, maxResponseBytes)
 		}
-		buf.B = slices.Grow(buf.B[:0], int(h.length))[:h.length]
-		_, err := io.ReadFull(br, buf.B)
-		return unexpectedEOF(err)
+		return appendBody(br, buf, int(h.length))
 	default:
 		// The body ends where the connection does.
 		h.close = true
@@ -201,10 +199,8 @@ func readChunked(br *bufio.Reader, buf *bytebufferpool.ByteBuffer) error {
 		if int64(len(buf.B))+size > maxResponseBytes {
 			return fmt.Errorf("a response over the %d bytes this client reads", maxResponseBytes)
 		}
-		n := len(buf.B)
-		buf.B = slices.Grow(buf.B, int(size))[:n+int(size)]
-		if _, err := io.ReadFull(br, buf.B[n:]); err != nil {
-			return unexpectedEOF(err)
+		if err := appendBody(br, buf, int(size)); err != nil {
+			return err
 		}
 		crlf, err := readLine(br)
 		if err != nil {
@@ -214,6 +210,30 @@ func readChunked(br *bufio.Reader, buf *bytebufferpool.ByteBuffer) error {
 			return fmt.Errorf("%w: chunk of %d bytes not followed by CRLF", errBadResponse, size)
 		}
 	}
+}
+
+// maxReserve bounds the room a body's buffer is given before its bytes
+// arrive: a Content-Length or a chunk size is only what the server says,
+// and a few bytes of header must not cost hundreds of megabytes.
+const maxReserve = 64 << 10
+
+// appendBody appends the next n bytes from br to buf, growing it as they
+// arrive (at most doubling what came before, or maxReserve).
+func appendBody(br *bufio.Reader, buf *bytebufferpool.ByteBuffer, n int) error {
+	b := buf.B
+	for n > 0 {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(n, max(len(b), maxReserve)))
+		}
+		k, err := io.ReadFull(br, b[len(b):len(b)+min(n, cap(b)-len(b))])
+		b, n = b[:len(b)+k], n-k
+		if err != nil {
+			buf.B = b
+			return unexpectedEOF(err)
+		}
+	}
+	buf.B = b
+	return nil
 }
 
 // readLine returns the next line without its CRLF (or bare LF); the bytes
