@@ -18,22 +18,23 @@ import (
 // Options configures a Client. The zero value works.
 type Options struct {
 	// HTTPClient sends the requests. Nil means the package's own
-	// transport: for an http:// server reached without a proxy, a lean
-	// HTTP/1.1 client that keeps MaxIdleConns idle keep-alive connections
-	// and allocates next to nothing per call; for an https:// server, or
-	// when http.ProxyFromEnvironment names a proxy, net/http's transport
-	// with as many idle connections. Neither has an overall timeout
-	// (contexts bound calls, and long polls need to outlast their wait). A
-	// caller's HTTPClient is used as it is: MaxIdleConns does not apply to
-	// it.
+	// transport: on Unix, for an http:// server reached without a proxy, a
+	// lean HTTP/1.1 client that keeps MaxIdleConns idle keep-alive
+	// connections and allocates next to nothing per call; for an https://
+	// server, when http.ProxyFromEnvironment names a proxy, or on other
+	// systems, net/http's transport with as many idle connections.
+	// Neither has an overall timeout (contexts bound calls, and long polls
+	// need to outlast their wait). A caller's HTTPClient is used as it is:
+	// MaxIdleConns does not apply to it.
 	HTTPClient *http.Client
 	// MaxIdleConns is how many idle keep-alive connections to the server
 	// the package's own transport keeps between calls. Set it to the most
 	// goroutines that call the Client at once: a call that finds no idle
 	// connection dials a new one, and one that finds the pool full closes
-	// its connection after the answer (Go's default transport keeps 2 per
-	// host, so a Client shared by 64 goroutines would dial on most calls).
-	// Zero means DefaultMaxIdleConns; a negative value keeps none.
+	// the connection idle longest after the answer (Go's default transport
+	// keeps 2 per host, so a Client shared by 64 goroutines would dial on
+	// most calls). A connection idle for 90 seconds is closed. Zero means
+	// DefaultMaxIdleConns; a negative value keeps none.
 	MaxIdleConns int
 	// Token, when not empty, is sent as "Authorization: Bearer <Token>".
 	Token string
@@ -105,7 +106,8 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: newTransport(opts.MaxIdleConns)}
-		if u.Scheme == "http" && !proxied(u) && validHeaderValue(c.auth) {
+		// net/http sends the user information of a URL as Basic auth.
+		if leanSupported && u.Scheme == "http" && u.User == nil && !proxied(u) && validHeaderValue(c.auth) {
 			c.lean = newLeanTransport(idleConns(opts.MaxIdleConns))
 		}
 	}

@@ -8,10 +8,10 @@
 // answers 503 only when nothing was written, so retrying a commit is safe.
 //
 // One Client serves every goroutine of a process: its transport (for an
-// http:// server, a lean HTTP/1.1 client of the package's own; see
-// Options.HTTPClient) keeps Options.MaxIdleConns (default 64) idle
-// connections to the server, so that as many concurrent callers never
-// wait for a dial, and the commits
+// http:// server on Unix, a lean HTTP/1.1 client of the package's own;
+// elsewhere net/http's; see Options.HTTPClient) keeps
+// Options.MaxIdleConns (default 64) idle connections to the server, so
+// that as many concurrent callers never wait for a dial, and the commits
 // of concurrent callers share requests (POST /v1/commits, at most
 // Options.MaxCommitRequests in flight), each still its own atomic write
 // with its own answer.

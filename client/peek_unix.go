@@ -8,6 +8,11 @@ import (
 	"syscall"
 )
 
+// leanSupported tells whether a Client may send through the lean
+// transport: only where a peeker can check an idle connection before it
+// is reused.
+const leanSupported = true
+
 // peeker tells whether an idle connection is still open: the server
 // closes idle connections when it likes, and a request written on one it
 // closed is lost without an answer.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/valyala/bytebufferpool"
 )
@@ -38,7 +39,10 @@ type head struct {
 // header. An error leaves the connection unusable.
 func readResponse(br *bufio.Reader, method string, buf *bytebufferpool.ByteBuffer, wantETag bool) (head, error) {
 	buf.Reset()
-	for {
+	for informational := 0; ; informational++ {
+		if informational > maxInformational {
+			return head{}, fmt.Errorf("%w: over %d informational (1xx) answers", errBadResponse, maxInformational)
+		}
 		h, err := readHead(br, wantETag)
 		if err != nil {
 			return head{}, err
@@ -51,6 +55,11 @@ func readResponse(br *bufio.Reader, method string, buf *bytebufferpool.ByteBuffe
 		}
 	}
 }
+
+// maxInformational bounds the 1xx answers skipped before the final one,
+// as net/http's transport does: a server that sends them without end
+// would otherwise hold the call for good.
+const maxInformational = 5
 
 // readHead reads a status line and the header fields after it.
 func readHead(br *bufio.Reader, wantETag bool) (head, error) {
@@ -87,8 +96,10 @@ func readHead(br *bufio.Reader, wantETag bool) (head, error) {
 		if len(line) == 0 {
 			break
 		}
+		// A name is a token: no line folding, and no space before the
+		// colon, which would hide a Content-Length (RFC 9112 5.1).
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' {
+		if colon <= 0 || !isToken(line[:colon]) {
 			return head{}, fmt.Errorf("%w: header line %q", errBadResponse, clip(line))
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
@@ -147,9 +158,7 @@ func readBody(br *bufio.Reader, method string, h *head, buf *bytebufferpool.Byte
 		if h.length > maxResponseBytes {
 			return fmt.Errorf("a response of %d bytes, over the %d this client reads", h.length, maxResponseBytes)
 		}
-		buf.B = slices.Grow(buf.B[:0], int(h.length))[:h.length]
-		_, err := io.ReadFull(br, buf.B)
-		return unexpectedEOF(err)
+		return appendBody(br, buf, int(h.length))
 	default:
 		// The body ends where the connection does.
 		h.close = true
@@ -190,10 +199,8 @@ func readChunked(br *bufio.Reader, buf *bytebufferpool.ByteBuffer) error {
 		if int64(len(buf.B))+size > maxResponseBytes {
 			return fmt.Errorf("a response over the %d bytes this client reads", maxResponseBytes)
 		}
-		n := len(buf.B)
-		buf.B = slices.Grow(buf.B, int(size))[:n+int(size)]
-		if _, err := io.ReadFull(br, buf.B[n:]); err != nil {
-			return unexpectedEOF(err)
+		if err := appendBody(br, buf, int(size)); err != nil {
+			return err
 		}
 		crlf, err := readLine(br)
 		if err != nil {
@@ -203,6 +210,30 @@ func readChunked(br *bufio.Reader, buf *bytebufferpool.ByteBuffer) error {
 			return fmt.Errorf("%w: chunk of %d bytes not followed by CRLF", errBadResponse, size)
 		}
 	}
+}
+
+// maxReserve bounds the room a body's buffer is given before its bytes
+// arrive: a Content-Length or a chunk size is only what the server says,
+// and a few bytes of header must not cost hundreds of megabytes.
+const maxReserve = 64 << 10
+
+// appendBody appends the next n bytes from br to buf, growing it as they
+// arrive (at most doubling what came before, or maxReserve).
+func appendBody(br *bufio.Reader, buf *bytebufferpool.ByteBuffer, n int) error {
+	b := buf.B
+	for n > 0 {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(n, max(len(b), maxReserve)))
+		}
+		k, err := io.ReadFull(br, b[len(b):len(b)+min(n, cap(b)-len(b))])
+		b, n = b[:len(b)+k], n-k
+		if err != nil {
+			buf.B = b
+			return unexpectedEOF(err)
+		}
+	}
+	buf.B = b
+	return nil
 }
 
 // readLine returns the next line without its CRLF (or bare LF); the bytes
@@ -230,6 +261,18 @@ func unexpectedEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// isToken reports whether b is an HTTP token (RFC 9110 5.6.2), as a
+// header's name must be.
+func isToken(b []byte) bool {
+	for _, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseLength reads a Content-Length: decimal digits only.

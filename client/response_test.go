@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -29,7 +31,17 @@ var responseSeeds = []string{
 	"HTTP/1.1 2x0 OK\r\n\r\n",
 	"HTTP/1.1 200 OK\r\nContent-Length: 3",
 	"",
+	strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 5) + "HTTP/1.1 204 No Content\r\n\r\n",
+	strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", 6) + "HTTP/1.1 204 No Content\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\n{}",
+	"HTTP/1.1 200 OK\r\nContent-Length\t: 2\r\n\r\n{}",
+	"HTTP/1.1 200 OK\r\nX(y): 1\r\nContent-Length: 2\r\n\r\n{}",
+	"HTTP/1.1 200 OK\r\nContent-Length: 268435456\r\n\r\nabc",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffff\r\nabc",
 }
+
+// bigBody is a body over maxReserve, in one piece.
+var bigBody = strings.Repeat("0123456789abcdef", 20000)
 
 // FuzzReadResponse: whatever the bytes, readResponse returns (never
 // panics or hangs); an answer it reads, net/http reads with the same
@@ -65,6 +77,24 @@ func FuzzReadResponse(f *testing.F) {
 	})
 }
 
+// A Content-Length or a chunk size of 256 MiB on a body of 3 bytes costs
+// what arrived, not what was said.
+func TestReadResponseGrowsAsBytesArrive(t *testing.T) {
+	for _, in := range responseSeeds[20:22] {
+		buf := new(bytebufferpool.ByteBuffer) // not the pool's: one may come with room
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := readResponse(bufio.NewReaderSize(strings.NewReader(in), 4<<10), "GET", buf, false)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("%q: %v, want %v", in, err, io.ErrUnexpectedEOF)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+			t.Errorf("%q: %d bytes allocated for 3 of body", in, n)
+		}
+	}
+}
+
 // readResponse keeps what the Client reads of a head, and tells a cut
 // answer from a malformed one.
 func TestReadResponse(t *testing.T) {
@@ -97,6 +127,13 @@ func TestReadResponse(t *testing.T) {
 		{"bad status", responseSeeds[12], false, head{}, "", errBadResponse},
 		{"cut head", responseSeeds[13], false, head{}, "", io.ErrUnexpectedEOF},
 		{"nothing", "", false, head{}, "", io.ErrUnexpectedEOF},
+		{"five 1xx", responseSeeds[15], false, head{status: 204, length: -1}, "", nil},
+		{"six 1xx", responseSeeds[16], false, head{}, "", errBadResponse},
+		{"space before colon", responseSeeds[17], false, head{}, "", errBadResponse},
+		{"tab before colon", responseSeeds[18], false, head{}, "", errBadResponse},
+		{"name not a token", responseSeeds[19], false, head{}, "", errBadResponse},
+		{"a length over maxReserve", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(bigBody), bigBody), false, head{status: 200, length: int64(len(bigBody))}, bigBody, nil},
+		{"a chunk over maxReserve", fmt.Sprintf("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n%x\r\n%s\r\n0\r\n\r\n", len(bigBody), bigBody), false, head{status: 200, length: -1, chunked: true}, "abc" + bigBody, nil},
 		{"long line", "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("x", 5000) + "\r\n\r\n", false, head{}, "", errBadResponse},
 	}
 	for _, c := range cases {

@@ -25,17 +25,27 @@ import (
 // headers and hands each round trip between goroutines: some fifty
 // allocations a call, for answers of a few hundred bytes.
 //
-// A Client uses it unless the caller passes Options.HTTPClient, the base
-// URL is https://, or a proxy from the environment applies
-// (http.ProxyFromEnvironment): net/http serves those.
+// A Client uses it on Unix (leanSupported) unless the caller passes
+// Options.HTTPClient, the base URL is https://, or a proxy from the
+// environment applies (http.ProxyFromEnvironment): net/http serves those.
 type leanTransport struct {
 	dialer  net.Dialer
 	maxIdle int // 0 keeps none: every request says Connection: close
+	// now is the clock idle connections age by (time.Now; tests set
+	// their own).
+	now func() time.Time
 
 	mu    sync.Mutex
-	idle  map[string][]*leanConn // by host; guarded by mu
+	idle  map[string][]*leanConn // by host, oldest first; guarded by mu
 	nIdle int                    // guarded by mu
 }
+
+// leanIdleTimeout is how long a connection stays idle before the
+// transport closes it: less than offsetd's own IdleTimeout (2 minutes),
+// so that the client, not the server, ends it, and as long as net/http's
+// default transport keeps one. It also lets go the connections to a node
+// the client no longer calls (a former leader).
+const leanIdleTimeout = 90 * time.Second
 
 // leanConn is one connection to a server.
 type leanConn struct {
@@ -44,12 +54,14 @@ type leanConn struct {
 	bw     *bufio.Writer
 	reused bool // has answered a request before
 	peek   peeker
+	// idleSince is when the connection went back to the pool.
+	idleSince time.Time
 }
 
 // leanRequest is one request as the lean transport writes it.
 type leanRequest struct {
 	method string
-	host   string // host[:port], as in the URL
+	host   string // host[:port], as url.URL.Host has it
 	uri    string // the path and query, escaped
 	auth   string // the Authorization header's value, if any
 	ifNone string // If-None-Match, if any
@@ -58,7 +70,7 @@ type leanRequest struct {
 }
 
 func newLeanTransport(maxIdle int) *leanTransport {
-	return &leanTransport{maxIdle: maxIdle, idle: make(map[string][]*leanConn)}
+	return &leanTransport{maxIdle: maxIdle, now: time.Now, idle: make(map[string][]*leanConn)}
 }
 
 // aLongTimeAgo is a deadline that makes every blocked read and write on a
@@ -144,7 +156,7 @@ func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
 	w.WriteByte(' ')
 	w.WriteString(r.uri)
 	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(r.host)
+	w.WriteString(removeZone(r.host))
 	w.WriteString("\r\n")
 	if r.auth != "" {
 		w.WriteString("Authorization: ")
@@ -174,6 +186,7 @@ func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
 func (t *leanTransport) conn(ctx context.Context, host string, fresh bool) (*leanConn, error) {
 	for !fresh {
 		t.mu.Lock()
+		t.expireLocked(t.now())
 		idle := t.idle[host]
 		if len(idle) == 0 {
 			t.mu.Unlock()
@@ -200,19 +213,60 @@ func (t *leanTransport) conn(ctx context.Context, host string, fresh bool) (*lea
 	return &leanConn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), peek: newPeeker(nc)}, nil
 }
 
-// put keeps lc for the next request to host, or closes it when the pool
-// is full.
+// put keeps lc for the next request to host. When the pool is full, the
+// connection that has been idle longest, to whichever host, is closed to
+// make room: a client whose requests moved to another node (a new
+// leader) keeps connections to that one, not to the old.
 func (t *leanTransport) put(host string, lc *leanConn) {
 	lc.reused = true
-	t.mu.Lock()
-	if t.nIdle >= t.maxIdle {
-		t.mu.Unlock()
+	if t.maxIdle == 0 {
 		lc.nc.Close()
 		return
 	}
+	now := t.now()
+	lc.idleSince = now
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked(now)
+	if t.nIdle >= t.maxIdle {
+		var oldest string
+		var since time.Time
+		found := false
+		for h, idle := range t.idle {
+			if len(idle) > 0 && (!found || idle[0].idleSince.Before(since)) {
+				oldest, since, found = h, idle[0].idleSince, true
+			}
+		}
+		t.closeOldestLocked(oldest)
+	}
 	t.idle[host] = append(t.idle[host], lc)
 	t.nIdle++
-	t.mu.Unlock()
+}
+
+// expireLocked closes the connections idle for leanIdleTimeout or more
+// at now.
+func (t *leanTransport) expireLocked(now time.Time) {
+	for host, idle := range t.idle {
+		for len(idle) > 0 && now.Sub(idle[0].idleSince) >= leanIdleTimeout {
+			t.closeOldestLocked(host)
+			idle = t.idle[host]
+		}
+	}
+}
+
+// closeOldestLocked closes the connection to host that has been idle
+// longest, and forgets host when it was the last.
+func (t *leanTransport) closeOldestLocked(host string) {
+	idle := t.idle[host]
+	idle[0].nc.Close()
+	n := copy(idle, idle[1:])
+	idle[n] = nil
+	t.nIdle--
+	if n == 0 {
+		delete(t.idle, host)
+		return
+	}
+	t.idle[host] = idle[:n]
 }
 
 // closeIdle closes every idle connection.
@@ -228,8 +282,10 @@ func (t *leanTransport) closeIdle() {
 	}
 }
 
-// leanTarget splits an http:// URL into the host and the request URI, if
-// the lean transport may send to it: not through a proxy.
+// leanTarget splits an http:// URL into the host (unescaped, as
+// url.URL.Host) and the request URI, if the lean transport may send to
+// it: not through a proxy. A URL with user information is not sent
+// through it (New sees to that for the base URL, which others share).
 func leanTarget(target, baseHost string) (host, uri string, ok bool) {
 	rest, ok := strings.CutPrefix(target, "http://")
 	if !ok {
@@ -240,10 +296,32 @@ func leanTarget(target, baseHost string) (host, uri string, ok bool) {
 		return "", "", false // no path: only the base URL's own form, sent by net/http
 	}
 	host, uri = rest[:i], rest[i:]
+	if strings.IndexByte(host, '%') >= 0 {
+		// An IPv6 zone, escaped in the URL ("[fe80::1%25eth0]"): the
+		// dial wants it as url.URL.Host has it.
+		u, err := url.Parse("http://" + host)
+		if err != nil {
+			return "", "", false
+		}
+		host = u.Host
+	}
 	if host != baseHost && proxied(&url.URL{Scheme: "http", Host: host}) {
 		return "", "", false
 	}
 	return host, uri, true
+}
+
+// removeZone returns host without the zone of an IPv6 address, which is
+// for the dial, not for the Host header (as net/http sends it).
+func removeZone(host string) string {
+	if !strings.HasPrefix(host, "[") {
+		return host
+	}
+	i := strings.LastIndexByte(host, ']')
+	if j := strings.LastIndexByte(host[:max(i, 0)], '%'); j > 0 {
+		return host[:j] + host[i:]
+	}
+	return host
 }
 
 // proxied reports whether the environment sends requests to u through a
