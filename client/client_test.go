@@ -289,20 +289,7 @@ func TestPollGroupOffsets(t *testing.T) {
 // nothing, so the retry is safe.
 func TestRetries(t *testing.T) {
 	var refuse, seen atomic.Int32
-	flaky := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			seen.Add(1)
-			if refuse.Add(-1) >= 0 {
-				w.Header().Set("Retry-After", "0")
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				io.WriteString(w, `{"error":"partition 0 loading","code":"loading"}`)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	ts, coord := newServer(t, server.Options{}, false, flaky)
+	ts, coord := newServer(t, server.Options{}, false, refusing(&refuse, &seen))
 	ctx := t.Context()
 
 	refuse.Store(2)
@@ -454,5 +441,24 @@ func TestIdleConnections(t *testing.T) {
 	// and dial: allow some, never the 62 or more of a pool of 2.
 	if n := dials.Load() - callers; n > callers/2 {
 		t.Fatalf("the second round dialed %d new connections, want at most %d", n, callers/2)
+	}
+}
+
+// refusing wraps a server's handler: it counts every request in seen and
+// answers 503 (Retry-After 0, the server's "loading" error) while refuse,
+// taken down by one per request, stays at zero or above.
+func refusing(refuse, seen *atomic.Int32) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Add(1)
+			if refuse.Add(-1) >= 0 {
+				w.Header().Set("Retry-After", "0")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":"partition 0 loading","code":"loading"}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 }

@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"errors"
-	"io"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,19 +16,7 @@ import (
 // after their Retry-After, all over the same few connections.
 func TestDefaultTransport(t *testing.T) {
 	var refuse, seen atomic.Int32
-	flaky := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			seen.Add(1)
-			if refuse.Add(-1) >= 0 {
-				w.Header().Set("Retry-After", "0")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				io.WriteString(w, `{"error":"partition 0 loading","code":"loading"}`)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	ts, coord := newServer(t, server.Options{AuthToken: "s3cret"}, false, flaky)
+	ts, coord := newServer(t, server.Options{AuthToken: "s3cret"}, false, refusing(&refuse, &seen))
 	c, err := client.New(ts.URL, client.Options{Token: "s3cret", Retries: 2})
 	if err != nil {
 		t.Fatal(err)
