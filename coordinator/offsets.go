@@ -112,6 +112,7 @@ type commitWait struct {
 	r       *request
 	direct  bool
 	durable <-chan struct{} // with direct, from startDirect
+	lone    bool            // with direct, from startDirect
 }
 
 // startCommit starts r, a commit, on partition p: on the caller's
@@ -127,14 +128,14 @@ func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request)
 		r.commit.offsets = slices.Clone(r.commit.offsets)
 		return commitWait{p: p, r: r}, c.enqueue(ctx, p, r)
 	}
-	durable, err := p.startDirect(ctx, r)
-	return commitWait{p: p, r: r, direct: true, durable: durable}, err
+	durable, lone, err := p.startDirect(ctx, r)
+	return commitWait{p: p, r: r, direct: true, durable: durable, lone: lone}, err
 }
 
 // wait waits for the commit's result.
 func (w commitWait) wait(ctx context.Context, stop <-chan struct{}) (result, error) {
 	if w.direct {
-		res, ok := w.p.waitDirect(ctx, w.r, w.durable, stop)
+		res, ok := w.p.waitDirect(ctx, w.r, w.durable, w.lone, stop)
 		if !ok {
 			return result{}, ctx.Err()
 		}

@@ -342,46 +342,57 @@ func (p *partition) writersBatch() *batch {
 // closed once the batch is durable, and the caller applies it (waitDirect).
 // It returns nil when r joined a batch someone else leads, or has been
 // answered already (refused, or failed at once): the caller then only
-// waits for its answer. A batch so wakes its leader and then each caller
+// waits for its answer. lone reports that the batch is alone in the
+// journal's queue and the committer idle: the caller appends it itself
+// (log.Committer.StartOwn), in waitDirect, once it holds no lock. A batch so wakes its leader and then each caller
 // once, as a bare group commit does, and keeps the writer's semantics:
 // records are built and applied in one order, under one lock, with the
 // generations in flight.
-func (p *partition) startDirect(ctx context.Context, r *request) (<-chan struct{}, error) {
+func (p *partition) startDirect(ctx context.Context, r *request) (durable <-chan struct{}, lone bool, err error) {
 	defer failStop()
 	if err := p.ready(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	r.ctx = ctx
 	if r.done == nil {
 		r.done = make(chan result, 1)
 	}
 	if err := p.mu.lockCtx(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer p.mu.unlock()
 	if p.stopped {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	p.add(r)
 	if len(p.pending) == 0 {
-		return nil, nil // answered
+		return nil, false, nil // answered
 	}
-	p.submit()
+	lone = p.submitOwn()
 	if n := len(p.inflight); n > 0 && p.inflight[n-1].leads(r) {
 		b := p.inflight[n-1]
 		b.writer = false
-		return b.ticket.Done(), nil
+		return b.ticket.Done(), lone, nil
 	}
-	return nil, nil // joined a batch, or failed at once
+	return nil, lone, nil // joined a batch, or failed at once
 }
 
 // waitDirect waits for the answer to r, started by startDirect, and
 // reports whether it came: ok is false when ctx ended first. The leader of
 // a batch (durable is not nil) waits until the batch is durable, then
 // applies every durable batch of the partition in order unless someone
-// did; a leader that gives up has the writer apply its batch.
-func (p *partition) waitDirect(ctx context.Context, r *request, durable <-chan struct{}, stop <-chan struct{}) (res result, ok bool) {
+// did; a leader that gives up has the writer apply its batch. A lone
+// leader first appends its batch itself, whatever its ctx (nobody else
+// would), and gives up after that if its ctx ended meanwhile.
+func (p *partition) waitDirect(ctx context.Context, r *request, durable <-chan struct{}, lone bool, stop <-chan struct{}) (res result, ok bool) {
 	defer failStop()
+	if lone {
+		p.committer.Flush()
+		if durable != nil && ctx.Err() != nil {
+			p.nudge() // gave up during the fsync, as a leader waiting for it does
+			return result{}, false
+		}
+	}
 	if durable != nil {
 		select {
 		case <-durable:
@@ -515,12 +526,19 @@ func (p *partition) settle() {
 // submit hands the pending requests to the committer: it adds them to the
 // partition's last batch if that still waits in the committer's queue, or
 // queues them as a new batch. A committer that is closed fails them at once.
-func (p *partition) submit() {
+func (p *partition) submit() { p.hand(false) }
+
+// submitOwn is submit for a direct commit, whose caller waits for its
+// batch: it reports lone when the caller must append the batch itself
+// (log.Committer.StartOwn).
+func (p *partition) submitOwn() (lone bool) { return p.hand(true) }
+
+func (p *partition) hand(own bool) (lone bool) {
 	if len(p.pending) == 0 {
-		return
+		return false
 	}
 	if n := len(p.inflight); n > 0 && p.extend(p.inflight[n-1]) {
-		return
+		return false
 	}
 	b := p.newBatch()
 	b.reqs, p.pending = p.pending, b.reqs[:0]
@@ -530,12 +548,19 @@ func (p *partition) submit() {
 	}
 	b.start = time.Now()
 	b.writer = true
-	if err := p.committer.Start(&b.ticket, b.entries); err != nil {
+	var err error
+	if own {
+		lone, err = p.committer.StartOwn(&b.ticket, b.entries)
+	} else {
+		err = p.committer.Start(&b.ticket, b.entries)
+	}
+	if err != nil {
 		p.fail(b, err)
 		p.recycle(b)
-		return
+		return false
 	}
 	p.inflight = append(p.inflight, b)
+	return lone
 }
 
 // extend adds the pending requests to b, if the committer has not taken b

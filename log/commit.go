@@ -19,6 +19,11 @@ import (
 // callers that queue one after the other get increasing indexes. Results
 // travel in the call's own Ticket: the committer never writes memory the
 // caller owns.
+//
+// A caller that finds the committer idle can append its batch on its own
+// goroutine instead (StartOwn, Flush): a lone commit then costs one append
+// and fsync, without handing its batch to the committer's goroutine and
+// being woken back.
 type Committer struct {
 	log      *Log
 	maxBytes int
@@ -27,12 +32,22 @@ type Committer struct {
 	mu     sync.Mutex
 	queue  []*Ticket // guarded by mu
 	closed bool      // guarded by mu
+	// busy is set, under mu, while a goroutine (the loop, or a caller in
+	// Flush) takes batches from the queue and appends them; only that
+	// goroutine touches the Log, entries and partitions. Whoever clears it
+	// wakes the loop if the queue is not empty.
+	busy bool
 
-	wake chan struct{} // holds a token while the queue may be non-empty
+	// wake holds a token when the loop must look at the queue: it is sent
+	// when a call queues while nobody is busy (but by StartOwn's lone
+	// caller, who flushes itself) and when busy is cleared with calls
+	// queued.
+	wake chan struct{}
 	done chan struct{} // closed when the loop has returned
 
-	entries    []Entry // the batch being appended; the loop's own
+	entries    []Entry // the batch being appended; busy's own
 	partitions []int   // scratch for BatchInfo.Partitions
+	spare      []*Ticket
 }
 
 // Ticket is one call's place in the committer's queue: its entries, and
@@ -96,14 +111,30 @@ func (c *Committer) Commit(entries []Entry) (first, last uint64, err error) {
 // order applies its records in index order. Neither t nor entries may
 // change until Done is closed.
 func (c *Committer) Start(t *Ticket, entries []Entry) error {
+	_, err := c.start(t, entries, false)
+	return err
+}
+
+// StartOwn is Start for a caller that waits for t itself. When nothing is
+// queued and no batch is being appended, it queues t without waking the
+// committer's goroutine and reports lone: the caller must then call Flush,
+// once it holds no lock another caller of the committer may wait for, and
+// the batch is appended on its goroutine. Any call queued or extended
+// meanwhile wakes the committer's goroutine as usual, so a lone ticket
+// delays nobody but its caller.
+func (c *Committer) StartOwn(t *Ticket, entries []Entry) (lone bool, err error) {
+	return c.start(t, entries, true)
+}
+
+func (c *Committer) start(t *Ticket, entries []Entry, own bool) (lone bool, err error) {
 	if len(entries) == 0 {
-		return ErrInvalid
+		return false, ErrInvalid
 	}
 	*t = Ticket{entries: entries, done: make(chan struct{})}
 	for _, e := range entries {
 		t.bytes += len(e.Payload)
 	}
-	return c.enqueue(t)
+	return c.enqueue(t, own)
 }
 
 // Extend replaces the entries of t, a ticket Start queued, with entries,
@@ -122,7 +153,32 @@ func (c *Committer) Extend(t *Ticket, entries []Entry) bool {
 	for _, e := range entries {
 		t.bytes += len(e.Payload)
 	}
+	if !c.busy {
+		c.nudge() // t may be a lone ticket whose caller has not flushed yet
+	}
 	return true
+}
+
+// Flush takes the calls queued, as one batch, and appends it on the
+// caller's goroutine, unless another goroutine is appending already (it
+// then takes them in its turn). StartOwn's lone caller calls it; others
+// may. It returns once that batch is answered.
+func (c *Committer) Flush() {
+	c.mu.Lock()
+	if c.busy {
+		c.mu.Unlock()
+		return
+	}
+	c.busy = true
+	batch := c.take()
+	c.mu.Unlock()
+	if len(batch) > 0 {
+		c.append(batch)
+		c.recycle(batch)
+	}
+	c.mu.Lock()
+	c.idle()
+	c.mu.Unlock()
 }
 
 // Done is closed once the ticket's entries are durable, or failed.
@@ -141,26 +197,75 @@ func (t *Ticket) Result() (first, last uint64, err error) {
 // snapshot covers records a machine crash could take back.
 func (c *Committer) Sync() error {
 	w := &Ticket{sync: true, done: make(chan struct{})}
-	if err := c.enqueue(w); err != nil {
+	if _, err := c.enqueue(w, false); err != nil {
 		return err
 	}
 	<-w.done
 	return w.err
 }
 
-func (c *Committer) enqueue(w *Ticket) error {
+// enqueue queues w and wakes the loop unless someone is busy (who looks at
+// the queue again before it stops) or own and w is alone (its caller
+// flushes, and so reports lone).
+func (c *Committer) enqueue(w *Ticket, own bool) (lone bool, err error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return ErrCommitterClosed
+		return false, ErrCommitterClosed
 	}
 	c.queue = append(c.queue, w)
-	c.mu.Unlock()
+	if c.busy {
+		return false, nil
+	}
+	if own && len(c.queue) == 1 {
+		return true, nil
+	}
+	c.nudge()
+	return false, nil
+}
+
+// nudge makes sure the loop will look at the queue.
+func (c *Committer) nudge() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
-	return nil
+}
+
+// take takes the calls at the head of the queue that fit in one batch;
+// called under mu by the goroutine that is busy.
+func (c *Committer) take() []*Ticket {
+	n, bytes := 0, 0
+	for n < len(c.queue) && (n == 0 || bytes+c.queue[n].bytes <= c.maxBytes) {
+		bytes += c.queue[n].bytes
+		n++
+	}
+	batch := append(c.spare[:0], c.queue[:n]...)
+	c.spare = nil
+	for _, t := range batch {
+		t.taken = true
+	}
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+	return batch
+}
+
+// recycle keeps batch's array for the next take.
+func (c *Committer) recycle(batch []*Ticket) {
+	clear(batch)
+	c.mu.Lock()
+	c.spare = batch[:0]
+	c.mu.Unlock()
+}
+
+// idle clears busy, under mu, and wakes the loop if calls are queued or
+// the committer is closing.
+func (c *Committer) idle() {
+	c.busy = false
+	if len(c.queue) > 0 || c.closed {
+		c.nudge()
+	}
 }
 
 // LastIndex returns the log's last durable record index.
@@ -172,10 +277,7 @@ func (c *Committer) Close() {
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
+		c.nudge()
 	}
 	c.mu.Unlock()
 	<-c.done
@@ -183,34 +285,30 @@ func (c *Committer) Close() {
 
 func (c *Committer) run() {
 	defer close(c.done)
-	var spare []*Ticket
 	for range c.wake {
+		c.mu.Lock()
+		if c.busy {
+			c.mu.Unlock() // a caller flushes; it wakes the loop when it is done
+			continue
+		}
+		c.busy = true
+		c.mu.Unlock()
 		for {
 			c.gather()
 			c.mu.Lock()
-			n, bytes := 0, 0
-			for n < len(c.queue) && (n == 0 || bytes+c.queue[n].bytes <= c.maxBytes) {
-				bytes += c.queue[n].bytes
-				n++
-			}
-			batch := append(spare[:0], c.queue[:n]...)
-			for _, t := range batch {
-				t.taken = true
-			}
-			rest := copy(c.queue, c.queue[n:])
-			clear(c.queue[rest:])
-			c.queue = c.queue[:rest]
-			closed := c.closed
-			c.mu.Unlock()
+			batch := c.take()
 			if len(batch) == 0 {
+				c.busy = false
+				closed := c.closed
+				c.mu.Unlock()
 				if closed {
 					return
 				}
 				break
 			}
+			c.mu.Unlock()
 			c.append(batch)
-			clear(batch)
-			spare = batch
+			c.recycle(batch)
 		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 // may be taken at any moment. Each ticket's result covers exactly the
 // entries it held when the committer took it (all of them if the last
 // Extend succeeded), the log holds every entry of every ticket once, in
-// ticket order, and an Extend after Done fails.
+// ticket order, and an Extend after Done fails. Half the tickets are
+// started with StartOwn, and flushed by their callers when lone.
 func TestCommitterExtend(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, testOptions(t, 1<<20))
@@ -28,7 +29,13 @@ func TestCommitterExtend(t *testing.T) {
 			for k := range tickets {
 				var tk Ticket
 				entries := []Entry{{Partition: w, Type: 1, Payload: fmt.Appendf(nil, "%d/%d/0", w, k)}}
-				if err := c.Start(&tk, entries); err != nil {
+				lone, err := false, error(nil)
+				if k%2 == 0 {
+					err = c.Start(&tk, entries)
+				} else {
+					lone, err = c.StartOwn(&tk, entries)
+				}
+				if err != nil {
 					t.Error(err)
 					return
 				}
@@ -39,6 +46,9 @@ func TestCommitterExtend(t *testing.T) {
 						break
 					}
 					entries, held = more, len(more)
+				}
+				if lone {
+					c.Flush()
 				}
 				first, last, err := tk.Result()
 				if err != nil {
@@ -89,5 +99,93 @@ func TestCommitterExtend(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommitterLoneCaller: a ticket StartOwn finds alone is appended by
+// its caller's Flush, which returns with it answered; while it waits for
+// that Flush, a call queued or an Extend of it wakes the committer, which
+// appends it with theirs; Close answers one never flushed.
+func TestCommitterLoneCaller(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 1<<20))
+	c := NewCommitter(l, nil)
+	entry := func(s string) []Entry { return []Entry{{Partition: 1, Type: 1, Payload: []byte(s)}} }
+	// startLone starts tk with StartOwn once the committer's goroutine,
+	// answering an earlier call, has gone idle.
+	startLone := func(tk *Ticket, payload string) {
+		t.Helper()
+		for {
+			lone, err := c.StartOwn(tk, entry(payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lone {
+				return
+			}
+			if _, _, err := tk.Result(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	answered := func(tk *Ticket) bool {
+		select {
+		case <-tk.Done():
+			return true
+		default:
+			return false
+		}
+	}
+
+	var lone Ticket
+	if ok, err := c.StartOwn(&lone, entry("lone")); err != nil || !ok {
+		t.Fatalf("StartOwn on an idle committer: lone %v, %v", ok, err)
+	}
+	c.Flush()
+	if !answered(&lone) {
+		t.Fatal("Flush returned before the lone ticket was answered")
+	}
+	if first, last, err := lone.Result(); err != nil || first != last {
+		t.Fatalf("lone ticket: %d..%d, %v", first, last, err)
+	}
+
+	// Another call queued behind a lone ticket is not held up by it.
+	var waiting Ticket
+	if ok, err := c.StartOwn(&waiting, entry("waiting")); err != nil || !ok {
+		t.Fatalf("StartOwn after a Flush: lone %v, %v", ok, err)
+	}
+	var other Ticket
+	if ok, err := c.StartOwn(&other, entry("other")); err != nil || ok {
+		t.Fatalf("StartOwn behind a queued ticket: lone %v, %v", ok, err)
+	}
+	if _, _, err := other.Result(); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, err := waiting.Result(); err != nil || first != lone.last+1 {
+		t.Fatalf("the lone ticket queued first: index %d, %v; want %d", first, err, lone.last+1)
+	}
+	c.Flush() // late, harmless: nothing queued
+
+	// An Extend of a lone ticket wakes the committer too.
+	var extended Ticket
+	startLone(&extended, "x1")
+	if !c.Extend(&extended, append(entry("x1"), entry("x2")...)) {
+		t.Fatal("Extend of a ticket nobody took failed")
+	}
+	if first, last, err := extended.Result(); err != nil || last != first+1 {
+		t.Fatalf("extended ticket: %d..%d, %v", first, last, err)
+	}
+
+	// Close answers a lone ticket never flushed.
+	var forgotten Ticket
+	startLone(&forgotten, "forgotten")
+	c.Close()
+	if !answered(&forgotten) {
+		t.Fatal("Close returned with a lone ticket unanswered")
+	}
+	if _, _, err := forgotten.Result(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.LastIndex(), forgotten.last; got != want {
+		t.Fatalf("log ends at %d, want %d", got, want)
 	}
 }

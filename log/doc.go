@@ -14,7 +14,9 @@
 // their records; one goroutine takes everything queued, appends it as one
 // batch (Log.Append: one write, one fsync) and answers every caller. While
 // that fsync runs the next batch forms in the queue, so under load one
-// fsync carries the commits of every partition that arrived meanwhile.
+// fsync carries the commits of every partition that arrived meanwhile. A
+// caller that finds it idle and nothing queued appends its own batch on
+// its goroutine (StartOwn, Flush), without the two hand-offs.
 //
 // # Lifecycle
 //
