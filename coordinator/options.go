@@ -110,8 +110,10 @@ type Observer interface {
 // JournalObserver, when the Observer also implements it, is told about
 // every batch the journal makes durable: how many partitions' batches it
 // carried (calls), from how many distinct partitions, their records and
-// payload bytes, and how long its append and fsync took. It is called on
-// the journal's goroutine and must be quick.
+// payload bytes, and how long its append and fsync took. It is called, one
+// batch at a time, on the goroutine that appended the batch (the
+// journal's, or a lone committing caller's) before the batch's callers
+// are answered, and must be quick.
 type JournalObserver interface {
 	ObserveJournalBatch(calls, partitions, records, bytes int, took time.Duration, err error)
 }

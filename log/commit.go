@@ -83,8 +83,9 @@ const maxCommitBytes = 16 << 20
 // NewCommitter starts the goroutine that appends to l, which from now on
 // must be used only through the Committer, but for the methods Log allows
 // on any goroutine (TruncateFront, SegmentsBefore, FirstIndex, LastIndex).
-// onBatch, if not nil, is told about every batch, on the committer's
-// goroutine, before the callers are answered: it must be quick.
+// onBatch, if not nil, is told about every batch, one at a time, on the
+// goroutine that appended it (the committer's, or Flush's caller), before
+// the callers are answered: it must be quick.
 func NewCommitter(l *Log, onBatch func(BatchInfo)) *Committer {
 	c := &Committer{log: l, maxBytes: maxCommitBytes, onBatch: onBatch, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.run()
