@@ -85,7 +85,7 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 			defer b.release(c)
 			return c.commitAlone(ctx, "", group, generation, offsets)
 		}
-		o, err := b.commit(ctx, c, appendBatchCommit(nil, group, generation, offsets))
+		o, err := b.commit(ctx, c, group, generation, offsets)
 		if !o.alone {
 			return o.version, err
 		}
