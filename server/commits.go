@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +52,8 @@ func (req *commitsRequest) commits() ([]coordinator.GroupCommit, *apiError) {
 // false when decodeJSON must judge it (FuzzDecodeCommits).
 func decodeCommits(body []byte) (commits []coordinator.GroupCommit, ok bool) {
 	d := wire.NewDecoder(body)
+	var names wire.Names
+	var arena []coordinator.OffsetCommit
 	seen := false
 	d.Open('{')
 	for n := 0; d.Next('}', n); n++ {
@@ -60,10 +61,11 @@ func decodeCommits(body []byte) (commits []coordinator.GroupCommit, ok bool) {
 			return nil, false
 		}
 		seen = true
-		commits = make([]coordinator.GroupCommit, 0, bytes.Count(body, []byte(`"group"`)))
+		commits = make([]coordinator.GroupCommit, 0, capFor(body, minCommitBytes))
+		arena = make([]coordinator.OffsetCommit, 0, capFor(body, minOffsetBytes))
 		d.Open('[')
 		for i := 0; d.Next(']', i); i++ {
-			gc, ok := decodeGroupCommit(&d, true, 1)
+			gc, ok := decodeGroupCommit(&d, true, &names, &arena)
 			if !ok {
 				return nil, false
 			}
@@ -112,15 +114,17 @@ func (s *Server) commitMany(w http.ResponseWriter, r *http.Request) {
 	out := bytebufferpool.Get()
 	defer bytebufferpool.Put(out)
 	out.B = append(out.B, `{"results":[`...)
+	done := 0
 	for i, res := range results {
-		s.metrics.commitDone(took, res.Err)
 		if i > 0 {
 			out.B = append(out.B, ',')
 		}
 		if res.Err == nil {
+			done++
 			out.B = wire.AppendVersion(out.B, res.Version)
 			continue
 		}
+		s.metrics.commitDone(took, res.Err)
 		e, leader := s.commitError(res.Err)
 		if e.status >= 500 && e.code != codeLoading && !errors.Is(res.Err, context.Canceled) {
 			s.log.Error("commit failed", "path", r.URL.Path, "group", commits[i].Group, "status", e.status, "code", e.code, "err", res.Err)
@@ -128,6 +132,7 @@ func (s *Server) commitMany(w http.ResponseWriter, r *http.Request) {
 		out.B = appendCommitError(out.B, e, leader)
 	}
 	out.B = append(out.B, "]}"...)
+	s.metrics.commitsDone(took, done)
 	writeBody(w, http.StatusOK, out.B)
 }
 

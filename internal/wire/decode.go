@@ -219,6 +219,33 @@ func (d *Decoder) Offset(prev Offset) Offset {
 	return o
 }
 
+// Names makes the strings of the names in one body: a name read again (the
+// topic that many commits of a batch share, their metadata) is the string
+// made the first time it was read, not a new copy. It remembers the last
+// few names only, so a body of many different names costs no more than
+// one compare per name it keeps. The zero value is ready to use.
+type Names struct {
+	recent [namesKept]string
+	next   int
+}
+
+// namesKept is how many names a Names remembers.
+const namesKept = 8
+
+// String returns b as a string, the one made before if b is among the
+// names kept.
+func (n *Names) String(b []byte) string {
+	for _, s := range n.recent {
+		if string(b) == s {
+			return s
+		}
+	}
+	s := string(b)
+	n.recent[n.next] = s
+	n.next = (n.next + 1) % namesKept
+	return s
+}
+
 // Intern returns b as a string: prev if they are equal, without
 // allocating.
 func Intern(b []byte, prev string) string {

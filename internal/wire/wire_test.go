@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 type commitOffset struct {
@@ -121,5 +122,34 @@ func TestDecoderIntegers(t *testing.T) {
 	d := NewDecoder([]byte("18446744073709551615"))
 	if v := d.Uint(); !d.End() || v != math.MaxUint64 {
 		t.Errorf("Uint(max) = %d", v)
+	}
+}
+
+// A name read again is the string made the first time, while it is among
+// the last namesKept new names; strings are equal to their bytes either
+// way.
+func TestNames(t *testing.T) {
+	var n Names
+	orders := n.String([]byte("orders"))
+	if orders != "orders" {
+		t.Fatalf("String = %q", orders)
+	}
+	if again := n.String([]byte("orders")); unsafe.StringData(again) != unsafe.StringData(orders) {
+		t.Fatal("a name read twice made two strings")
+	}
+	if n := testing.AllocsPerRun(100, func() { n.String([]byte("orders")) }); n != 0 {
+		t.Fatalf("a name read again allocated %.0f times", n)
+	}
+	for i := range namesKept {
+		if s := n.String([]byte("topic-" + strconv.Itoa(i))); s != "topic-"+strconv.Itoa(i) {
+			t.Fatalf("String = %q", s)
+		}
+	}
+	// "orders" was pushed out: it is made anew, still equal.
+	if again := n.String([]byte("orders")); again != "orders" || unsafe.StringData(again) == unsafe.StringData(orders) {
+		t.Fatalf("String = %q, the same string: %v", again, unsafe.StringData(again) == unsafe.StringData(orders))
+	}
+	if s := n.String(nil); s != "" {
+		t.Fatalf("String(nil) = %q", s)
 	}
 }
