@@ -45,10 +45,11 @@ type Options struct {
 	// says. Zero means 5s.
 	MaxRetryWait time.Duration
 	// MaxCommitRequests bounds the requests carrying commits that the
-	// Client has in flight at once. A Commit made while fewer are in
-	// flight and none waits is sent at once, alone; one made while all
-	// are waits, and goes with every other that waited as one
-	// POST /v1/commits when one comes back. Each commit stays its own atomic write with its own answer;
+	// Client has in flight at once. A Commit made while none is in
+	// flight is sent at once, alone; one made while some are joins the
+	// commits that wait, sent together as one POST /v1/commits at once
+	// if fewer than MaxCommitRequests are in flight, else when one comes
+	// back. Each commit stays its own atomic write with its own answer;
 	// under load, many share a request's round trip. Zero means
 	// DefaultMaxCommitRequests; a negative value sends every commit in
 	// its own request, as servers before /v1/commits need (the Client
