@@ -187,7 +187,12 @@ type call struct {
 	body   any // marshalled to JSON when not nil
 	// encoded, if not nil, is the body already encoded (instead of body).
 	encoded []byte
-	ifNone  string // If-None-Match, for polls
+	// lent says that encoded is only lent to the call: it goes back to a
+	// pool once do returns. The lean transport is done with a body when
+	// its round trip returns; net/http may still read one after Do
+	// returned, so it is given a copy.
+	lent   bool
+	ifNone string // If-None-Match, for polls
 	// host, if not empty, is the host:port to send to first instead of
 	// the base URL's: the leader a cluster node named.
 	host string
@@ -320,6 +325,9 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 	// returns, so it cannot come from a pool.
 	var rd io.Reader
 	if body != nil {
+		if req.lent {
+			body = bytes.Clone(body)
+		}
 		rd = bytes.NewReader(body)
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, target, rd)

@@ -53,8 +53,9 @@ type batcher struct {
 
 	// bodies holds the buffers commits are encoded in while they wait:
 	// a buffer goes back once its commit is copied into a batch's body,
-	// or dropped.
-	bodies bytebufferpool.Pool
+	// or dropped. batches holds the bodies of batches, lent to their
+	// requests.
+	bodies, batches bytebufferpool.Pool
 }
 
 // pendingCommit is one Commit call waiting for its batch.
@@ -219,9 +220,9 @@ const maxGatherYields = 8
 // take its commit back from the pool once answered: the answer is the
 // last thing send does with it.
 func (b *batcher) send(ctx context.Context, c *Client, batch []*pendingCommit, size int) {
-	// Not from a pool: net/http, which sends the larger bodies, may
-	// still read a body after its call returned.
-	body := make([]byte, 0, size+len(`{"commits":[]}`))
+	buf := b.batches.Get()
+	defer b.batches.Put(buf)
+	body := slices.Grow(buf.B[:0], size+len(`{"commits":[]}`))
 	body = append(body, `{"commits":[`...)
 	for i, p := range batch {
 		if i > 0 {
@@ -232,7 +233,8 @@ func (b *batcher) send(ctx context.Context, c *Client, batch []*pendingCommit, s
 		p.body = nil
 	}
 	body = append(body, "]}"...)
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: segments("v1", "commits"), encoded: body})
+	buf.B = body
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: segments("v1", "commits"), encoded: body, lent: true})
 	var results []commitOutcome
 	if err == nil {
 		results, err = decodeCommitResults(rep.body, len(batch))
