@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,8 +62,13 @@ func decodeCommits(body []byte) (commits []coordinator.GroupCommit, ok bool) {
 			return nil, false
 		}
 		seen = true
-		commits = make([]coordinator.GroupCommit, 0, capFor(body, minCommitBytes))
-		arena = make([]coordinator.OffsetCommit, 0, capFor(body, minOffsetBytes))
+		// A commit is an object, and so is each of its offsets: one quick
+		// count of the braces sizes both slices. With an offset or more
+		// each, the commits are at most half the objects (more only grow
+		// the slice); neither gets more room than the body can fill.
+		objects := bytes.Count(body, []byte{'{'})
+		commits = make([]coordinator.GroupCommit, 0, min(objects/2+1, len(body)/minCommitBytes+1))
+		arena = make([]coordinator.OffsetCommit, 0, min(objects, len(body)/minOffsetBytes+1))
 		d.Open('[')
 		for i := 0; d.Next(']', i); i++ {
 			gc, ok := decodeGroupCommit(&d, true, &names, &arena)

@@ -123,7 +123,7 @@ func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) {
 func decodeCommit(body []byte) (generation int32, offsets []coordinator.OffsetCommit, ok bool) {
 	d := wire.NewDecoder(body)
 	var names wire.Names
-	arena := make([]coordinator.OffsetCommit, 0, capFor(body, minOffsetBytes))
+	arena := make([]coordinator.OffsetCommit, 0, min(bytes.Count(body, []byte{'{'}), len(body)/minOffsetBytes+1))
 	gc, ok := decodeGroupCommit(&d, false, &names, &arena)
 	if !ok || !d.End() {
 		return 0, nil, false
@@ -132,19 +132,12 @@ func decodeCommit(body []byte) (generation int32, offsets []coordinator.OffsetCo
 }
 
 // The fewest bytes a commit of a batch, {"group":"","offsets":[]}, and
-// an offset, {"topic":"","partition":0,"offset":0}, take in a body.
+// an offset, {"topic":"","partition":0,"offset":0}, take in a body: a body
+// of braces gets no more room for its commits than one of real commits.
 const (
 	minCommitBytes = len(`{"group":"","offsets":[]}`)
 	minOffsetBytes = len(`{"topic":"","partition":0,"offset":0}`)
 )
-
-// capFor returns the room to make for the objects of body that take at
-// least size bytes each: as many as body has objects (a quick count of
-// its braces), at most as many as fit in it, so that a body of braces
-// costs no more than one of real commits.
-func capFor(body []byte, size int) int {
-	return min(bytes.Count(body, []byte{'{'}), len(body)/size+1)
-}
 
 // decodeGroupCommit reads one commit object on the fast path: a commit's
 // body, or with withGroup one commit of a batch, which names its group.
