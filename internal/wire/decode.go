@@ -221,29 +221,30 @@ func (d *Decoder) Offset(prev Offset) Offset {
 
 // Names makes the strings of the names in one body: a name read again (the
 // topic that many commits of a batch share, their metadata) is the string
-// made the first time it was read, not a new copy. It remembers the last
-// few names only, so a body of many different names costs no more than
-// one compare per name it keeps. The zero value is ready to use.
+// made the first time it was read, not a new copy. It keeps up to
+// namesKept names, each in the slot a quick hash of its length and a few
+// of its bytes picks: a name costs one compare, and a name whose slot
+// another took is only made anew. The zero value is ready to use.
 type Names struct {
-	recent [namesKept]string
-	next   int
+	kept [namesKept]string
 }
 
-// namesKept is how many names a Names remembers.
-const namesKept = 8
+// namesKept is how many names a Names holds at most (a power of two).
+const namesKept = 64
 
-// String returns b as a string, the one made before if b is among the
-// names kept.
+// String returns b as a string, the one made before if b is the name its
+// slot holds.
 func (n *Names) String(b []byte) string {
-	for _, s := range n.recent {
-		if string(b) == s {
-			return s
-		}
+	if len(b) == 0 {
+		return ""
 	}
-	s := string(b)
-	n.recent[n.next] = s
-	n.next = (n.next + 1) % namesKept
-	return s
+	h := uint32(len(b)) ^ uint32(b[0])<<8 ^ uint32(b[len(b)/2])<<16 ^ uint32(b[len(b)-1])<<24
+	slot := &n.kept[(h*0x9e3779b1)>>(32-6)&(namesKept-1)]
+	if string(b) == *slot {
+		return *slot
+	}
+	*slot = string(b)
+	return *slot
 }
 
 // Intern returns b as a string: prev if they are equal, without
