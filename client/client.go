@@ -45,10 +45,11 @@ type Options struct {
 	// says. Zero means 5s.
 	MaxRetryWait time.Duration
 	// MaxCommitRequests bounds the requests carrying commits that the
-	// Client has in flight at once. A Commit made while fewer are in
-	// flight and none waits is sent at once, alone; one made while all
-	// are waits, and goes with every other that waited as one
-	// POST /v1/commits when one comes back. Each commit stays its own atomic write with its own answer;
+	// Client has in flight at once. A Commit made while none is in
+	// flight is sent at once, alone; one made while some are joins the
+	// commits that wait, sent together as one POST /v1/commits at once
+	// if fewer than MaxCommitRequests are in flight, else when one comes
+	// back. Each commit stays its own atomic write with its own answer;
 	// under load, many share a request's round trip. Zero means
 	// DefaultMaxCommitRequests; a negative value sends every commit in
 	// its own request, as servers before /v1/commits need (the Client
@@ -186,7 +187,12 @@ type call struct {
 	body   any // marshalled to JSON when not nil
 	// encoded, if not nil, is the body already encoded (instead of body).
 	encoded []byte
-	ifNone  string // If-None-Match, for polls
+	// lent says that encoded is only lent to the call: it goes back to a
+	// pool once do returns. The lean transport is done with a body when
+	// its round trip returns; net/http may still read one after Do
+	// returned, so it is given a copy.
+	lent   bool
+	ifNone string // If-None-Match, for polls
 	// host, if not empty, is the host:port to send to first instead of
 	// the base URL's: the leader a cluster node named.
 	host string
@@ -319,6 +325,9 @@ func (c *Client) send(ctx context.Context, req call, target string, body []byte)
 	// returns, so it cannot come from a pool.
 	var rd io.Reader
 	if body != nil {
+		if req.lent {
+			body = bytes.Clone(body)
+		}
 		rd = bytes.NewReader(body)
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, target, rd)

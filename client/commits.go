@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/valyala/bytebufferpool"
+
 	"github.com/offsetd/offsetd/internal/wire"
 )
 
@@ -29,12 +31,12 @@ const maxBatchCommits = 1024
 
 // batcher gathers the commits of a Client's concurrent callers into
 // batches, POST /v1/commits, with at most max requests carrying commits in
-// flight: a commit made while fewer are (and none waits) goes at once in
-// its own request, one made while all are waits and goes with every other
-// that waited, when one comes back. Under load a
-// request then carries many commits, and its cost (a round trip, the
-// server's HTTP handling) is shared, as an fsync is shared on the server.
-// Each commit stays its own atomic write, answered alone.
+// flight: a commit made while none is goes at once in its own request; one
+// made while some are joins the queue, sent as one batch at once if fewer
+// than max are in flight, else with every other that waited when one comes
+// back. Under load a request then carries many commits, and its cost (a
+// round trip, the server's HTTP handling) is shared, as an fsync is shared
+// on the server. Each commit stays its own atomic write, answered alone.
 type batcher struct {
 	max int
 
@@ -48,14 +50,30 @@ type batcher struct {
 	// off is set once a server answered that it has no /v1/commits (an
 	// older release): every commit then goes in its own request.
 	off atomic.Bool
+
+	// bodies holds the buffers commits are encoded in while they wait:
+	// a buffer goes back once its commit is copied into a batch's body,
+	// or dropped. batches holds the bodies of batches, lent to their
+	// requests.
+	bodies, batches bytebufferpool.Pool
 }
 
 // pendingCommit is one Commit call waiting for its batch.
 type pendingCommit struct {
-	body  []byte // the commit as one element of the batch's "commits"
+	// body is the commit as one element of the batch's "commits", from
+	// batcher.bodies; whoever takes the commit off the queue puts it back.
+	body  *bytebufferpool.ByteBuffer
 	done  chan commitOutcome
 	batch *commitBatch // the batch that carries it, once taken; guarded by batcher.mu
 }
+
+// pendingCommits holds pendingCommits, each with its done channel, for
+// reuse: one goes back only once its caller has read its outcome, when
+// nothing refers to it any more. One whose caller gave up is left to the
+// garbage collector, as a batch may still answer it.
+var pendingCommits = sync.Pool{New: func() any {
+	return &pendingCommit{done: make(chan commitOutcome, 1)}
+}}
 
 // commitBatch is one request in flight: it is cancelled when every caller
 // whose commit it carries has given up.
@@ -75,13 +93,17 @@ type commitOutcome struct {
 }
 
 // claim takes a place among the requests in flight for a commit sent
-// alone, if there is one and no commit waits: a commit made while the
-// Client is not busy goes at once, in its own request, as without
-// batching. release gives the place back.
+// alone, if none is in flight: a commit made while the Client is idle goes
+// at once, in its own request, as without batching. One made while it is
+// busy goes in a batch, even with a place free: the callers a batch has
+// just answered commit again within microseconds, and a place given to the
+// first of them alone would carry one commit for a whole round trip (in
+// a CPU-bound run, half the requests did) while the others wait. release
+// gives the place back.
 func (b *batcher) claim() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.inflight >= b.max || len(b.queue) > 0 {
+	if b.inflight > 0 || len(b.queue) > 0 {
 		return false
 	}
 	b.inflight++
@@ -102,11 +124,12 @@ func (b *batcher) release(c *Client) {
 	}
 }
 
-// commit sends one commit, body as encoded by appendBatchCommit, with
-// others, and returns its outcome; alone says the caller must send it in
-// its own request (to leader, if not empty).
-func (b *batcher) commit(ctx context.Context, c *Client, body []byte) (commitOutcome, error) {
-	p := &pendingCommit{body: body, done: make(chan commitOutcome, 1)}
+// commit sends one commit with others and returns its outcome; alone says
+// the caller must send it in its own request (to leader, if not empty).
+func (b *batcher) commit(ctx context.Context, c *Client, group string, generation int32, offsets []OffsetCommit) (commitOutcome, error) {
+	p := pendingCommits.Get().(*pendingCommit)
+	p.body = b.bodies.Get()
+	p.body.B = appendBatchCommit(p.body.B, group, generation, offsets)
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	if b.onQueue != nil {
@@ -122,12 +145,16 @@ func (b *batcher) commit(ctx context.Context, c *Client, body []byte) (commitOut
 	}
 	select {
 	case o := <-p.done:
+		p.batch = nil
+		pendingCommits.Put(p)
 		return o, o.err
 	case <-ctx.Done():
 	}
 	b.mu.Lock()
 	if i := slices.Index(b.queue, p); i >= 0 {
 		b.queue = slices.Delete(b.queue, i, i+1) // never sent
+		b.bodies.Put(p.body)
+		p.body = nil
 	} else if p.batch != nil {
 		// Sent, maybe written: the request goes on for the others in it.
 		if p.batch.live--; p.batch.live == 0 {
@@ -144,8 +171,8 @@ func (b *batcher) flush(c *Client) {
 		b.gather()
 		b.mu.Lock()
 		n, size := 0, 0
-		for n < len(b.queue) && n < maxBatchCommits && (n == 0 || size+len(b.queue[n].body) <= maxBatchBytes) {
-			size += len(b.queue[n].body) + 1
+		for n < len(b.queue) && n < maxBatchCommits && (n == 0 || size+b.queue[n].body.Len() <= maxBatchBytes) {
+			size += b.queue[n].body.Len() + 1
 			n++
 		}
 		if n == 0 {
@@ -189,21 +216,28 @@ func (b *batcher) gather() {
 // maxGatherYields bounds gather's yields.
 const maxGatherYields = 8
 
-// send sends one batch and answers each of its commits.
+// send sends one batch and answers each of its commits. A caller may
+// take its commit back from the pool once answered: the answer is the
+// last thing send does with it.
 func (b *batcher) send(ctx context.Context, c *Client, batch []*pendingCommit, size int) {
-	body := make([]byte, 0, size+len(`{"commits":[]}`))
+	buf := b.batches.Get()
+	defer b.batches.Put(buf)
+	body := slices.Grow(buf.B[:0], size+len(`{"commits":[]}`))
 	body = append(body, `{"commits":[`...)
 	for i, p := range batch {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		body = append(body, p.body...)
+		body = append(body, p.body.B...)
+		b.bodies.Put(p.body)
+		p.body = nil
 	}
 	body = append(body, "]}"...)
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: segments("v1", "commits"), encoded: body})
+	buf.B = body
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: segments("v1", "commits"), encoded: body, lent: true})
 	var results []commitOutcome
 	if err == nil {
-		results, err = decodeCommitResults(rep.body)
+		results, err = decodeCommitResults(rep.body, len(batch))
 		rep.release()
 		if err == nil && len(results) != len(batch) {
 			err = fmt.Errorf("client: %d results for a batch of %d commits", len(results), len(batch))
@@ -247,9 +281,10 @@ func appendBatchCommit(dst []byte, group string, generation int32, offsets []Off
 
 // decodeCommitResults reads the answer to POST /v1/commits: per commit,
 // its version, or its error as its own request would have got it. A 421
-// or a 503 asks for the commit to be sent alone.
-func decodeCommitResults(body []byte) ([]commitOutcome, error) {
-	if results, ok := decodeVersions(body); ok {
+// or a 503 asks for the commit to be sent alone. n is how many results
+// the answer should hold.
+func decodeCommitResults(body []byte, n int) ([]commitOutcome, error) {
+	if results, ok := decodeVersions(body, n); ok {
 		return results, nil
 	}
 	var out struct {
@@ -281,15 +316,15 @@ func decodeCommitResults(body []byte) ([]commitOutcome, error) {
 }
 
 // decodeVersions reads on the fast path an answer whose every result is a
-// version; ok is false for any other.
-func decodeVersions(body []byte) (results []commitOutcome, ok bool) {
+// version; ok is false for any other. n is how many it should hold.
+func decodeVersions(body []byte, n int) (results []commitOutcome, ok bool) {
 	d := wire.NewDecoder(body)
 	d.Open('{')
-	for n := 0; d.Next('}', n); n++ {
+	for k := 0; d.Next('}', k); k++ {
 		if string(d.Key()) != "results" || results != nil {
 			return nil, false
 		}
-		results = []commitOutcome{}
+		results = make([]commitOutcome, 0, n)
 		d.Open('[')
 		for i := 0; d.Next(']', i); i++ {
 			var o commitOutcome

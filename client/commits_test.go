@@ -132,6 +132,35 @@ func TestCommitBatching(t *testing.T) {
 	}
 }
 
+// Only an idle client sends a commit alone: one made while a request is in
+// flight goes as a batch, at once when a place is free.
+func TestCommitAloneOnlyWhenIdle(t *testing.T) {
+	g := &gatedServer{gate: make(chan struct{}), held: make(chan struct{})}
+	ts, _ := newServer(t, server.Options{}, false, g.wrap)
+	c := newClient(t, ts, client.Options{MaxCommitRequests: 2})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := c.Commit(ctx, "held", -1, []client.OffsetCommit{{Topic: "t", Offset: 1, LeaderEpoch: -1}}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-g.held
+	if _, err := c.Commit(ctx, "busy", -1, []client.OffsetCommit{{Topic: "t", Offset: 2, LeaderEpoch: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	close(g.gate)
+	wg.Wait()
+	if b, s := g.batches.Load(), g.singles.Load(); b != 1 || s != 1 {
+		t.Fatalf("%d batch requests and %d single commits, want 1 and 1: the first alone, the one made while it was in flight in a batch", b, s)
+	}
+	for group, want := range map[string]int64{"held": 1, "busy": 2} {
+		if o, err := c.Offset(ctx, group, "t", 0); err != nil || o.Offset != want {
+			t.Fatalf("%s: %+v, %v; want offset %d", group, o, err, want)
+		}
+	}
+}
+
 // A caller that gives up while its commit waits for a request takes it
 // out: it is never sent. The others of its batch are.
 func TestCommitBatchingCancel(t *testing.T) {

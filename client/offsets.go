@@ -85,7 +85,7 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 			defer b.release(c)
 			return c.commitAlone(ctx, "", group, generation, offsets)
 		}
-		o, err := b.commit(ctx, c, appendBatchCommit(nil, group, generation, offsets))
+		o, err := b.commit(ctx, c, group, generation, offsets)
 		if !o.alone {
 			return o.version, err
 		}
@@ -98,16 +98,14 @@ func (c *Client) Commit(ctx context.Context, group string, generation int32, off
 // POST /v1/groups/{group}/offsets, to leader (host:port) if it is not
 // empty.
 func (c *Client) commitAlone(ctx context.Context, leader, group string, generation int32, offsets []OffsetCommit) (uint64, error) {
-	// Encoded in a pooled buffer, sent from a copy of the exact size (see
-	// send).
 	buf := bytebufferpool.Get()
+	defer bytebufferpool.Put(buf)
 	buf.B = wire.AppendCommitStart(buf.B, generation)
 	for i, o := range offsets {
 		buf.B = wire.AppendCommitOffset(buf.B, i == 0, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata)
 	}
-	body := bytes.Clone(wire.AppendCommitEnd(buf.B))
-	bytebufferpool.Put(buf)
-	rep, err := c.do(ctx, call{method: "POST", path: segments("v1", "groups", group, "offsets"), encoded: body, host: leader})
+	buf.B = wire.AppendCommitEnd(buf.B)
+	rep, err := c.do(ctx, call{method: "POST", path: segments("v1", "groups", group, "offsets"), encoded: buf.B, host: leader, lent: true})
 	if err != nil {
 		return 0, err
 	}

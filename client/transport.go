@@ -49,9 +49,11 @@ const leanIdleTimeout = 90 * time.Second
 
 // leanConn is one connection to a server.
 type leanConn struct {
-	nc     net.Conn
-	br     *bufio.Reader
-	bw     *bufio.Writer
+	nc net.Conn
+	br *bufio.Reader
+	// head is where a request's line and header are written, and its
+	// body too when it fits.
+	head   []byte
 	reused bool // has answered a request before
 	peek   peeker
 	// idleSince is when the connection went back to the pool.
@@ -149,37 +151,53 @@ func (t *leanTransport) exchange(ctx context.Context, lc *leanConn, r *leanReque
 	return h, wrote, err
 }
 
-// write sends r's request line, header and body.
+// write sends r's request line, header and body in one write (one
+// segment on the wire, one wake-up of the server): with the header when
+// the body fits in the connection's buffer, gathered from both (writev)
+// when it does not.
 func (t *leanTransport) write(lc *leanConn, r *leanRequest) error {
-	w := lc.bw
-	w.WriteString(r.method)
-	w.WriteByte(' ')
-	w.WriteString(r.uri)
-	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(removeZone(r.host))
-	w.WriteString("\r\n")
+	w := append(lc.head[:0], r.method...)
+	w = append(w, ' ')
+	w = append(w, r.uri...)
+	w = append(w, " HTTP/1.1\r\nHost: "...)
+	w = append(w, removeZone(r.host)...)
+	w = append(w, "\r\n"...)
 	if r.auth != "" {
-		w.WriteString("Authorization: ")
-		w.WriteString(r.auth)
-		w.WriteString("\r\n")
+		w = append(w, "Authorization: "...)
+		w = append(w, r.auth...)
+		w = append(w, "\r\n"...)
 	}
 	if r.ifNone != "" {
-		w.WriteString("If-None-Match: ")
-		w.WriteString(r.ifNone)
-		w.WriteString("\r\n")
+		w = append(w, "If-None-Match: "...)
+		w = append(w, r.ifNone...)
+		w = append(w, "\r\n"...)
 	}
 	if r.body != nil {
-		w.WriteString("Content-Type: application/json\r\nContent-Length: ")
-		w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(len(r.body)), 10))
-		w.WriteString("\r\n")
+		w = append(w, "Content-Type: application/json\r\nContent-Length: "...)
+		w = strconv.AppendInt(w, int64(len(r.body)), 10)
+		w = append(w, "\r\n"...)
 	}
 	if t.maxIdle == 0 {
-		w.WriteString("Connection: close\r\n")
+		w = append(w, "Connection: close\r\n"...)
 	}
-	w.WriteString("\r\n")
-	w.Write(r.body)
-	return w.Flush()
+	w = append(w, "\r\n"...)
+	if len(w) > leanBufferSize {
+		lc.head = nil // an exceptional header: not kept
+	} else {
+		lc.head = w
+	}
+	if len(w)+len(r.body) <= leanBufferSize {
+		_, err := lc.nc.Write(append(w, r.body...))
+		return err
+	}
+	bufs := net.Buffers{w, r.body}
+	_, err := bufs.WriteTo(lc.nc)
+	return err
 }
+
+// leanBufferSize is the size of a connection's read buffer, and the most
+// it keeps to write requests from.
+const leanBufferSize = 4 << 10
 
 // conn returns an idle connection to host that the server has not closed,
 // or a new one; with fresh, always a new one.
@@ -210,7 +228,7 @@ func (t *leanTransport) conn(ctx context.Context, host string, fresh bool) (*lea
 	if err != nil {
 		return nil, err
 	}
-	return &leanConn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), peek: newPeeker(nc)}, nil
+	return &leanConn{nc: nc, br: bufio.NewReaderSize(nc, leanBufferSize), head: make([]byte, 0, leanBufferSize), peek: newPeeker(nc)}, nil
 }
 
 // put keeps lc for the next request to host. When the pool is full, the

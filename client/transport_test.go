@@ -102,6 +102,38 @@ func TestLeanKeepAlive(t *testing.T) {
 	}
 }
 
+// Request bodies that fit in a connection's buffer with the header and
+// bodies that do not (written with it in one gathered write) arrive whole,
+// in any order, one after another on one connection.
+func TestLeanRequestBodies(t *testing.T) {
+	s := newLeanServer(t, func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || r.ContentLength != int64(len(body)) || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, fmt.Sprintf("%d bytes of %d, %q: %v", len(body), r.ContentLength, r.Header.Get("Content-Type"), err), http.StatusBadRequest)
+			return
+		}
+		w.Write(body)
+	})
+	c := newLeanClient(t, s, Options{})
+	for i, size := range []int{0, 1, 3900, leanBufferSize, 10000, 1, maxLeanBody, 3900, 0} {
+		body := make([]byte, size)
+		for j := range body {
+			body[j] = 'a' + byte((i+j)%26)
+		}
+		rep, err := c.do(t.Context(), call{method: "POST", path: segments("echo"), encoded: body})
+		if err != nil {
+			t.Fatalf("body %d (%d bytes): %v", i, size, err)
+		}
+		if string(rep.body) != string(body) {
+			t.Fatalf("body %d (%d bytes): the server read %d bytes, %.20q...", i, size, len(rep.body), rep.body)
+		}
+		rep.release()
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("the calls opened %d connections, want 1", n)
+	}
+}
+
 // An idle connection the server closed is not used: the next call dials.
 // A GET whose reused connection ends before any answer is sent again.
 func TestLeanServerClosesIdle(t *testing.T) {

@@ -135,6 +135,42 @@ func TestHotPathAllocations(t *testing.T) {
 	}
 }
 
+// A batch of commits, as a busy client sends it, is read with one
+// allocation per group name and per distinct topic or metadata, and two
+// for the whole batch (its commits, and one array for all their offsets).
+func TestBatchDecodeAllocations(t *testing.T) {
+	const commits = 32
+	body := []byte(`{"commits":[`)
+	for i := range commits {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = wire.AppendGroupCommitStart(body, "g-"+strconv.Itoa(i), -1)
+		for p := range 2 {
+			body = wire.AppendCommitOffset(body, p == 0, "orders-"+strconv.Itoa(i%2), int32(p), 42, 3, "consumer-07-host")
+		}
+		body = wire.AppendCommitEnd(body)
+	}
+	body = append(body, "]}"...)
+	got, ok := decodeCommits(body)
+	if !ok || len(got) != commits {
+		t.Fatalf("decodeCommits = %d commits, ok %v", len(got), ok)
+	}
+	for i, gc := range got {
+		if gc.Group != "g-"+strconv.Itoa(i) || len(gc.Offsets) != 2 || cap(gc.Offsets) != 2 || gc.Offsets[1].Topic != "orders-"+strconv.Itoa(i%2) {
+			t.Fatalf("commit %d = %+v (cap %d)", i, gc, cap(gc.Offsets))
+		}
+		if unsafe.StringData(gc.Offsets[0].Topic) != unsafe.StringData(got[i%2].Offsets[0].Topic) ||
+			unsafe.StringData(gc.Offsets[1].Metadata) != unsafe.StringData(got[0].Offsets[0].Metadata) {
+			t.Fatalf("commit %d holds its own copy of a topic or metadata the batch repeats", i)
+		}
+	}
+	want := float64(commits + 2 + 3) // group names; the two topics and the metadata; commits and offsets
+	if n := testing.AllocsPerRun(50, func() { decodeCommits(body) }); n > want {
+		t.Errorf("decoding a batch of %d commits allocated %.0f times, want at most %.0f", commits, n, want)
+	}
+}
+
 // FuzzDecodeCommits: what the fast path accepts of a batch of commits, the
 // strict decoder accepts with the same result.
 func FuzzDecodeCommits(f *testing.F) {

@@ -53,6 +53,8 @@ func (req *commitsRequest) commits() ([]coordinator.GroupCommit, *apiError) {
 // false when decodeJSON must judge it (FuzzDecodeCommits).
 func decodeCommits(body []byte) (commits []coordinator.GroupCommit, ok bool) {
 	d := wire.NewDecoder(body)
+	var names wire.Names
+	var arena []coordinator.OffsetCommit
 	seen := false
 	d.Open('{')
 	for n := 0; d.Next('}', n); n++ {
@@ -60,10 +62,16 @@ func decodeCommits(body []byte) (commits []coordinator.GroupCommit, ok bool) {
 			return nil, false
 		}
 		seen = true
-		commits = make([]coordinator.GroupCommit, 0, bytes.Count(body, []byte(`"group"`)))
+		// A commit is an object, and so is each of its offsets: one quick
+		// count of the braces sizes both slices. With an offset or more
+		// each, the commits are at most half the objects (more only grow
+		// the slice); neither gets more room than the body can fill.
+		objects := bytes.Count(body, []byte{'{'})
+		commits = make([]coordinator.GroupCommit, 0, min(objects/2+1, len(body)/minCommitBytes+1))
+		arena = make([]coordinator.OffsetCommit, 0, min(objects, len(body)/minOffsetBytes+1))
 		d.Open('[')
 		for i := 0; d.Next(']', i); i++ {
-			gc, ok := decodeGroupCommit(&d, true, 1)
+			gc, ok := decodeGroupCommit(&d, true, &names, &arena)
 			if !ok {
 				return nil, false
 			}
@@ -112,15 +120,17 @@ func (s *Server) commitMany(w http.ResponseWriter, r *http.Request) {
 	out := bytebufferpool.Get()
 	defer bytebufferpool.Put(out)
 	out.B = append(out.B, `{"results":[`...)
+	done := 0
 	for i, res := range results {
-		s.metrics.commitDone(took, res.Err)
 		if i > 0 {
 			out.B = append(out.B, ',')
 		}
 		if res.Err == nil {
+			done++
 			out.B = wire.AppendVersion(out.B, res.Version)
 			continue
 		}
+		s.metrics.commitDone(took, res.Err)
 		e, leader := s.commitError(res.Err)
 		if e.status >= 500 && e.code != codeLoading && !errors.Is(res.Err, context.Canceled) {
 			s.log.Error("commit failed", "path", r.URL.Path, "group", commits[i].Group, "status", e.status, "code", e.code, "err", res.Err)
@@ -128,6 +138,7 @@ func (s *Server) commitMany(w http.ResponseWriter, r *http.Request) {
 		out.B = appendCommitError(out.B, e, leader)
 	}
 	out.B = append(out.B, "]}"...)
+	s.metrics.commitsDone(took, done)
 	writeBody(w, http.StatusOK, out.B)
 }
 

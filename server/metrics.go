@@ -206,6 +206,19 @@ func (m *Metrics) ObserveJournalBatch(calls, partitions, records, bytes int, too
 // Coordinator.Stats at scrape time instead, so it records nothing.
 func (m *Metrics) ObserveLoad(partition int, records int, took time.Duration) {}
 
+// commitsDone counts n commits that succeeded, each after took: the
+// commits of one request, counted with one look-up of their label.
+func (m *Metrics) commitsDone(took time.Duration, n int) {
+	if n == 0 {
+		return
+	}
+	s := took.Seconds()
+	for range n {
+		m.commitLatency.Observe(s)
+	}
+	m.commits.WithLabelValues("ok").Add(float64(n))
+}
+
 func (m *Metrics) commitDone(took time.Duration, err error) {
 	m.commitLatency.Observe(took.Seconds())
 	result := "ok"

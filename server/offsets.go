@@ -122,17 +122,29 @@ func (s *Server) commitOffsets(w http.ResponseWriter, r *http.Request) {
 // the same result (FuzzDecodeCommit). Offsets of one topic share its name.
 func decodeCommit(body []byte) (generation int32, offsets []coordinator.OffsetCommit, ok bool) {
 	d := wire.NewDecoder(body)
-	gc, ok := decodeGroupCommit(&d, false, 1+bytes.Count(body, []byte(`"topic"`)))
+	var names wire.Names
+	arena := make([]coordinator.OffsetCommit, 0, min(bytes.Count(body, []byte{'{'}), len(body)/minOffsetBytes+1))
+	gc, ok := decodeGroupCommit(&d, false, &names, &arena)
 	if !ok || !d.End() {
 		return 0, nil, false
 	}
 	return gc.Generation, gc.Offsets, true
 }
 
+// The fewest bytes a commit of a batch, {"group":"","offsets":[]}, and
+// an offset, {"topic":"","partition":0,"offset":0}, take in a body: a body
+// of braces gets no more room for its commits than one of real commits.
+const (
+	minCommitBytes = len(`{"group":"","offsets":[]}`)
+	minOffsetBytes = len(`{"topic":"","partition":0,"offset":0}`)
+)
+
 // decodeGroupCommit reads one commit object on the fast path: a commit's
 // body, or with withGroup one commit of a batch, which names its group.
-// hint is the capacity the offsets start with.
-func decodeGroupCommit(d *wire.Decoder, withGroup bool, hint int) (gc coordinator.GroupCommit, ok bool) {
+// Its offsets are appended to arena and sliced from it, capped, so that
+// the commits of one body share one array; its topic and metadata strings
+// come from names.
+func decodeGroupCommit(d *wire.Decoder, withGroup bool, names *wire.Names, arena *[]coordinator.OffsetCommit) (gc coordinator.GroupCommit, ok bool) {
 	const (
 		generation uint8 = 1 << iota
 		offsets
@@ -154,17 +166,16 @@ func decodeGroupCommit(d *wire.Decoder, withGroup bool, hint int) (gc coordinato
 			gc.Group = string(d.String())
 		case "offsets":
 			field = offsets
-			gc.Offsets = make([]coordinator.OffsetCommit, 0, hint)
+			start := len(*arena)
 			d.Open('[')
-			var prev coordinator.OffsetCommit
 			for i := 0; d.Next(']', i); i++ {
-				o, ok := decodeCommitOffset(d, prev)
+				o, ok := decodeCommitOffset(d, names)
 				if !ok {
 					return gc, false
 				}
-				gc.Offsets = append(gc.Offsets, o)
-				prev = o
+				*arena = append(*arena, o)
 			}
+			gc.Offsets = (*arena)[start:len(*arena):len(*arena)]
 		default:
 			return gc, false
 		}
@@ -181,9 +192,9 @@ func decodeGroupCommit(d *wire.Decoder, withGroup bool, hint int) (gc coordinato
 
 // decodeCommitOffset reads one offset of a commit's body on the fast path;
 // ok is false if a required field is missing or anything else is off. The
-// offsets of one commit mostly share their topic and metadata: the
-// previous offset's strings are reused when they are equal.
-func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coordinator.OffsetCommit, ok bool) {
+// offsets of a body mostly share their topics and metadata: their strings
+// come from names.
+func decodeCommitOffset(d *wire.Decoder, names *wire.Names) (o coordinator.OffsetCommit, ok bool) {
 	const (
 		topic uint8 = 1 << iota
 		partition
@@ -199,7 +210,7 @@ func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coord
 		switch string(d.Key()) {
 		case "topic":
 			field = topic
-			o.Topic = wire.Intern(d.String(), prev.Topic)
+			o.Topic = names.String(d.String())
 		case "partition":
 			field = partition
 			o.Partition = d.Int32()
@@ -211,7 +222,7 @@ func decodeCommitOffset(d *wire.Decoder, prev coordinator.OffsetCommit) (o coord
 			o.LeaderEpoch = d.Int32()
 		case "metadata":
 			field = metadata
-			o.Metadata = wire.Intern(d.String(), prev.Metadata)
+			o.Metadata = names.String(d.String())
 		default:
 			d.Fail()
 		}

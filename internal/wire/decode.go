@@ -219,6 +219,34 @@ func (d *Decoder) Offset(prev Offset) Offset {
 	return o
 }
 
+// Names makes the strings of the names in one body: a name read again (the
+// topic that many commits of a batch share, their metadata) is the string
+// made the first time it was read, not a new copy. It keeps up to
+// namesKept names, each in the slot a quick hash of its length and a few
+// of its bytes picks: a name costs one compare, and a name whose slot
+// another took is only made anew. The zero value is ready to use.
+type Names struct {
+	kept [namesKept]string
+}
+
+// namesKept is how many names a Names holds at most (a power of two).
+const namesKept = 64
+
+// String returns b as a string, the one made before if b is the name its
+// slot holds.
+func (n *Names) String(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	h := uint32(len(b)) ^ uint32(b[0])<<8 ^ uint32(b[len(b)/2])<<16 ^ uint32(b[len(b)-1])<<24
+	slot := &n.kept[(h*0x9e3779b1)>>(32-6)&(namesKept-1)]
+	if string(b) == *slot {
+		return *slot
+	}
+	*slot = string(b)
+	return *slot
+}
+
 // Intern returns b as a string: prev if they are equal, without
 // allocating.
 func Intern(b []byte, prev string) string {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 type commitOffset struct {
@@ -121,5 +122,50 @@ func TestDecoderIntegers(t *testing.T) {
 	d := NewDecoder([]byte("18446744073709551615"))
 	if v := d.Uint(); !d.End() || v != math.MaxUint64 {
 		t.Errorf("Uint(max) = %d", v)
+	}
+}
+
+// A name read again is the string made the first time, while no other
+// name took its slot; strings are equal to their bytes either way. Names
+// that differ only in their last byte (the topics of one application)
+// keep their own slots.
+func TestNames(t *testing.T) {
+	var n Names
+	orders := n.String([]byte("orders"))
+	if orders != "orders" {
+		t.Fatalf("String = %q", orders)
+	}
+	if again := n.String([]byte("orders")); unsafe.StringData(again) != unsafe.StringData(orders) {
+		t.Fatal("a name read twice made two strings")
+	}
+	if n := testing.AllocsPerRun(100, func() { n.String([]byte("orders")) }); n != 0 {
+		t.Fatalf("a name read again allocated %.0f times", n)
+	}
+	names := []string{"consumer-07-host"}
+	for i := range 8 {
+		names = append(names, "orders-"+strconv.Itoa(i))
+	}
+	for range 2 {
+		for _, name := range names {
+			n.String([]byte(name))
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		for _, name := range names {
+			if s := n.String([]byte(name)); s != name {
+				t.Fatalf("String = %q, want %q", s, name)
+			}
+		}
+	}); allocs != 0 {
+		t.Fatalf("nine names read again allocated %.0f times", allocs)
+	}
+	// Many more names than slots: each still reads back equal.
+	for i := range 4 * namesKept {
+		if s := n.String([]byte("topic-" + strconv.Itoa(i))); s != "topic-"+strconv.Itoa(i) {
+			t.Fatalf("String = %q", s)
+		}
+	}
+	if s := n.String(nil); s != "" {
+		t.Fatalf("String(nil) = %q", s)
 	}
 }
