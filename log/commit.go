@@ -182,6 +182,19 @@ func (c *Committer) Flush() {
 	c.mu.Unlock()
 }
 
+// Wake has the committer's goroutine append the calls queued, a lone
+// ticket among them, unless a goroutine is appending already (it looks at
+// the queue again before it stops). A goroutine about to wait for a ticket
+// whose caller may not flush it soon calls it: that caller may be waiting
+// for it in turn.
+func (c *Committer) Wake() {
+	c.mu.Lock()
+	if !c.busy && len(c.queue) > 0 {
+		c.nudge()
+	}
+	c.mu.Unlock()
+}
+
 // Done is closed once the ticket's entries are durable, or failed.
 func (t *Ticket) Done() <-chan struct{} { return t.done }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCommitterExtend: callers start tickets and extend them while they
@@ -188,4 +189,29 @@ func TestCommitterLoneCaller(t *testing.T) {
 	if got, want := l.LastIndex(), forgotten.last; got != want {
 		t.Fatalf("log ends at %d, want %d", got, want)
 	}
+}
+
+// TestCommitterWakeAppendsLone: Wake has the committer's goroutine append
+// a lone ticket whose caller has not flushed it, and the late Flush of
+// that caller finds nothing left to do.
+func TestCommitterWakeAppendsLone(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 1<<20))
+	c := NewCommitter(l, nil)
+	var tk Ticket
+	if ok, err := c.StartOwn(&tk, []Entry{{Partition: 1, Type: 1, Payload: []byte("lone")}}); err != nil || !ok {
+		t.Fatalf("StartOwn on an idle committer: lone %v, %v", ok, err)
+	}
+	c.Wake()
+	select {
+	case <-tk.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wake left the lone ticket unappended")
+	}
+	if first, last, err := tk.Result(); err != nil || first != last || last != l.LastIndex() {
+		t.Fatalf("lone ticket: %d..%d, %v; log ends at %d", first, last, err, l.LastIndex())
+	}
+	c.Flush()
+	c.Wake() // nothing queued: harmless
+	c.Close()
+	mustClose(t, l)
 }
