@@ -2,10 +2,17 @@ package coordinator
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/offsetd/offsetd/statictopic"
 )
 
 // writerWaitsForLock waits until p's writer goroutine, having taken a
@@ -84,4 +91,147 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	if _, ok, _ := c.Fetch("old", "t", 0); ok {
 		t.Error("group old not deleted")
 	}
+}
+
+var mixRounds = flag.Int("mix.rounds", 60, "rounds of each worker of TestDirectCommitMix")
+
+// TestDirectCommitMix runs, at once, what meets on the direct commit
+// path: lone commits, CommitMany calls over several partitions (a group
+// twice in one call, too), callers that give up at random points, deletes
+// and mapping changes that settle their partition, snapshots that sync the
+// journal. Nothing may hang; an acknowledged commit is read back at once
+// and after a reopen, at a version above the caller's earlier ones.
+func TestDirectCommitMix(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions()
+	opts.Partitions = 3
+	opts.Retention = KeepForever
+	c := mustOpen(t, dir, opts)
+	bg := context.Background()
+	if _, err := c.CreateStaticTopic(bg, "orders", "clusterA", 4, []string{"b0"}); err != nil {
+		t.Fatal(err)
+	}
+	const workers, groups = 6, 3
+	rounds := *mixRounds
+	if testing.Short() {
+		rounds = min(rounds, 20)
+	}
+	// acked and tried hold, per worker and group, the last offset
+	// acknowledged and the last one sent.
+	acked := make([][groups]int64, workers)
+	tried := make([][groups]int64, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			group := func(k int) string { return fmt.Sprintf("w%d-g%d", w, k) }
+			versions := make([]uint64, groups)
+			commit := func(ctx context.Context, k int, off int64) GroupCommit {
+				tried[w][k] = max(tried[w][k], off)
+				return GroupCommit{Group: group(k), Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Partition: int32(k), Offset: off}}}
+			}
+			check := func(k int, off int64, v uint64, err error) error {
+				switch {
+				case err == nil:
+					if v <= versions[k] {
+						return fmt.Errorf("worker %d: %s acknowledged at version %d after %d", w, group(k), v, versions[k])
+					}
+					versions[k], acked[w][k] = v, off
+					if o, ok, _ := c.Fetch(group(k), "t", int32(k)); !ok || o.Offset < off {
+						return fmt.Errorf("worker %d: %s acknowledged %d, reads %+v %v", w, group(k), off, o, ok)
+					}
+				case !errors.Is(err, context.Canceled):
+					return fmt.Errorf("worker %d: %s: %w", w, group(k), err)
+				}
+				return nil
+			}
+			for i := range rounds {
+				ctx, cancel := context.WithCancel(bg)
+				if rng.IntN(4) == 0 {
+					go cancel() // ends the call at some point of its way
+				}
+				off := int64(i + 1)
+				switch op := rng.IntN(8); {
+				case op < 3:
+					k := rng.IntN(groups)
+					gc := commit(ctx, k, off)
+					v, err := c.CommitGeneration(ctx, gc.Group, gc.Generation, gc.Offsets)
+					if err := check(k, off, v, err); err != nil {
+						errs <- err
+						cancel()
+						return
+					}
+				case op < 6:
+					var commits []GroupCommit
+					var ks []int
+					for range 1 + rng.IntN(4) {
+						k := rng.IntN(groups)
+						commits, ks = append(commits, commit(ctx, k, off)), append(ks, k)
+					}
+					for j, r := range c.CommitMany(ctx, commits) {
+						if err := check(ks[j], off, r.Version, r.Err); err != nil {
+							errs <- err
+							cancel()
+							return
+						}
+					}
+				case op == 6:
+					victim := fmt.Sprintf("victim%d", rng.IntN(4))
+					_ = c.Commit(ctx, victim, []OffsetCommit{{Topic: "t", Offset: off}})
+					if err := c.DeleteGroup(ctx, victim); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, context.Canceled) {
+						errs <- err
+						cancel()
+						return
+					}
+				default:
+					if rng.IntN(2) == 0 {
+						if err := c.Snapshot(ctx); err != nil && !errors.Is(err, context.Canceled) {
+							errs <- err
+							cancel()
+							return
+						}
+					} else {
+						moves := []statictopic.QueueMove{{QueueID: int32(rng.IntN(4)), ToBroker: fmt.Sprintf("b%d-%d", w, i), OldLeaderMaxOffset: int64(i)}}
+						if _, err := c.RemapStaticTopic(ctx, "orders", "clusterA", moves); err != nil && !errors.Is(err, context.Canceled) {
+							errs <- err
+							cancel()
+							return
+						}
+					}
+				}
+				cancel()
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(20 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("the mix hangs:\n%s", buf[:runtime.Stack(buf, true)])
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	checkAll := func(c *Coordinator) {
+		for w := range workers {
+			for k := range groups {
+				g := fmt.Sprintf("w%d-g%d", w, k)
+				o, ok, err := c.Fetch(g, "t", int32(k))
+				if err != nil || !ok && acked[w][k] > 0 || ok && (o.Offset < acked[w][k] || o.Offset > tried[w][k]) {
+					t.Errorf("%s: %+v %v %v; acknowledged %d, sent up to %d", g, o, ok, err, acked[w][k], tried[w][k])
+				}
+			}
+		}
+	}
+	checkAll(c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = mustOpen(t, dir, opts)
+	defer c.Close()
+	checkAll(c)
 }
