@@ -93,6 +93,57 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	}
 }
 
+// TestCommitManyLoneAndClose: Close comes while a CommitMany builds its
+// first commit, which is then handed to the journal alone, its caller to
+// append it after starting the second: the writer settles as it stops,
+// the lone batch is written and acknowledged, the second commit is
+// refused as closed, and Close returns.
+func TestCommitManyLoneAndClose(t *testing.T) {
+	gate := newGateClock()
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.Now = gate.now
+	opts.Retention = KeepForever // the sweeper would read the clock too
+	dir := t.TempDir()
+	c := mustOpen(t, dir, opts)
+	bg := context.Background()
+	if err := c.Snapshot(bg); err != nil { // the writer is up, and idle
+		t.Fatal(err)
+	}
+	p := c.parts[0]
+
+	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	defer cancel()
+	gate.armed.Store(true)
+	results := make(chan []CommitResult, 1)
+	go func() {
+		results <- c.CommitMany(ctx, []GroupCommit{
+			{Group: "a", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 10}}},
+			{Group: "b", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 20}}},
+		})
+	}()
+	<-gate.entered // the first commit is being built, under the lock
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	writerWaitsForLock(t, p) // to stop
+	close(gate.release)
+	rs := <-results
+	if rs[0].Err != nil {
+		t.Errorf("the commit started before Close: %v", rs[0].Err)
+	}
+	if !errors.Is(rs[1].Err, ErrClosed) {
+		t.Errorf("the commit started once the writer stopped: %v, want ErrClosed", rs[1].Err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	c = mustOpen(t, dir, opts)
+	defer c.Close()
+	if o, ok, _ := c.Fetch("a", "t", 0); !ok || o.Offset != 10 {
+		t.Errorf("the acknowledged commit after a reopen: %+v %v", o, ok)
+	}
+}
+
 var mixRounds = flag.Int("mix.rounds", 60, "rounds of each worker of TestDirectCommitMix")
 
 // TestDirectCommitMix runs, at once, what meets on the direct commit
@@ -234,4 +285,70 @@ func TestDirectCommitMix(t *testing.T) {
 	c = mustOpen(t, dir, opts)
 	defer c.Close()
 	checkAll(c)
+}
+
+// Close while direct commits, lone and batched, and CommitMany calls
+// run: every call returns, acknowledged or refused as closed, and what
+// was acknowledged is there after a reopen.
+func TestCloseDuringDirectCommits(t *testing.T) {
+	for round := range 5 {
+		dir := t.TempDir()
+		opts := testOptions()
+		opts.Partitions = 2
+		c := mustOpen(t, dir, opts)
+		const workers = 8
+		acked := make([]int64, workers)
+		var wg sync.WaitGroup
+		started := make(chan struct{}, workers)
+		for w := range workers {
+			wg.Go(func() {
+				group := fmt.Sprintf("w%d", w)
+				for off := int64(1); ; off++ {
+					if off == 3 {
+						started <- struct{}{}
+					}
+					var err error
+					if (int(off)+w+round)%2 == 0 {
+						gc := GroupCommit{Group: group, Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: off}}}
+						rs := c.CommitMany(context.Background(), []GroupCommit{gc, {Group: "other", Generation: NoGeneration, Offsets: gc.Offsets}, gc})
+						err = errors.Join(rs[0].Err, rs[2].Err)
+					} else {
+						err = c.Commit(context.Background(), group, []OffsetCommit{{Topic: "t", Offset: off}})
+					}
+					switch {
+					case err == nil:
+						acked[w] = off
+					case errors.Is(err, ErrClosed):
+						return
+					default:
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+				}
+			})
+		}
+		for range workers {
+			<-started
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(10 * time.Second):
+			buf := make([]byte, 1<<20)
+			t.Fatalf("calls hang across Close:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		c = mustOpen(t, dir, opts)
+		for w := range workers {
+			if o, ok, _ := c.Fetch(fmt.Sprintf("w%d", w), "t", 0); acked[w] > 0 && (!ok || o.Offset < acked[w]) {
+				t.Errorf("worker %d acknowledged %d, reads %+v %v", w, acked[w], o, ok)
+			}
+		}
+		c.Close()
+	}
 }
