@@ -97,3 +97,38 @@ func TestCommitBatchWrongLengths(t *testing.T) {
 		}
 	}
 }
+
+// Topics and metadata whose names share a slot of the decoder's names
+// (same length, same first, middle and last byte), alternating through
+// one batch: every offset is stored with its own names.
+func TestCommitBatchCollidingNames(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	names := []string{"tAmBt", "tBmAt", "tCmCt", "tAmBt"}
+	var b strings.Builder
+	b.WriteString(`{"commits":[`)
+	for i := range 8 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"group":"g%d","offsets":[`, i)
+		for j := range 6 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			topic, md := names[(i+j)%len(names)], names[(i+j+1)%len(names)]
+			fmt.Fprintf(&b, `{"topic":%q,"partition":%d,"offset":%d,"metadata":%q}`, topic, j, i*10+j, md)
+		}
+		b.WriteString(`]}`)
+	}
+	b.WriteString(`]}`)
+	e.must(http.StatusOK, "POST", "/v1/commits", b.String())
+	for i := range 8 {
+		for j := range 6 {
+			topic, md := names[(i+j)%len(names)], names[(i+j+1)%len(names)]
+			o, ok, err := e.c.Fetch(fmt.Sprintf("g%d", i), topic, int32(j))
+			if err != nil || !ok || o.Offset != int64(i*10+j) || o.Metadata != md {
+				t.Errorf("g%d %s/%d: %+v %v %v, want offset %d metadata %s", i, topic, j, o, ok, err, i*10+j, md)
+			}
+		}
+	}
+}
