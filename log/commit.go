@@ -121,7 +121,8 @@ func (c *Committer) Start(t *Ticket, entries []Entry) error {
 // committer's goroutine and reports lone: the caller must then call Flush,
 // once it holds no lock another caller of the committer may wait for, and
 // the batch is appended on its goroutine. Any call queued or extended
-// meanwhile wakes the committer's goroutine as usual, so a lone ticket
+// meanwhile wakes the committer's goroutine as usual, and so does Wake,
+// called by a goroutine that must wait for the ticket: a lone ticket
 // delays nobody but its caller.
 func (c *Committer) StartOwn(t *Ticket, entries []Entry) (lone bool, err error) {
 	return c.start(t, entries, true)
