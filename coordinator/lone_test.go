@@ -15,19 +15,25 @@ import (
 	"github.com/offsetd/offsetd/statictopic"
 )
 
-// writerWaitsForLock waits until p's writer goroutine, having taken a
-// request from its queue, is blocked on the partition's lock.
-func writerWaitsForLock(t *testing.T, p *partition) {
+// writerWaitsForLock waits until p's writer goroutine is blocked on the
+// partition's lock after the call whose goroutine blocks in state with
+// frame on its stack (DeleteGroup waiting for its answer, Close for the
+// writers) has reached it: no hook marks that moment, the goroutines'
+// stacks do.
+func writerWaitsForLock(t *testing.T, p *partition, state, frame string) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if len(p.reqs) == 0 {
 			n := runtime.Stack(buf, true)
+			writer, caller := false, false
 			for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-				if strings.Contains(g, "[chan send") && strings.Contains(g, "(*partition).run(") && strings.Contains(g, "writeLock.lock") {
-					return
-				}
+				writer = writer || strings.Contains(g, "[chan send") && strings.Contains(g, "(*partition).run(") && strings.Contains(g, "writeLock.lock")
+				caller = caller || strings.Contains(g, "["+state) && strings.Contains(g, frame)
+			}
+			if writer && caller {
+				return
 			}
 		}
 		runtime.Gosched()
@@ -71,7 +77,7 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	<-gate.entered // the first commit is being built, under the lock
 	deleted := make(chan error, 1)
 	go func() { deleted <- c.DeleteGroup(ctx, "old") }()
-	writerWaitsForLock(t, p)
+	writerWaitsForLock(t, p, "select", "(*Coordinator).DeleteGroup(")
 	// The first commit is handed to the journal alone; the writer takes
 	// the lock next and settles, and the second commit waits for it.
 	close(gate.release)
@@ -125,7 +131,7 @@ func TestCommitManyLoneAndClose(t *testing.T) {
 	<-gate.entered // the first commit is being built, under the lock
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
-	writerWaitsForLock(t, p) // to stop
+	writerWaitsForLock(t, p, "", "(*Coordinator).closeAll(") // to stop
 	close(gate.release)
 	rs := <-results
 	if rs[0].Err != nil {
