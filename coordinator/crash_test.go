@@ -307,7 +307,17 @@ func TestCrashChild(t *testing.T) {
 				for p := range offs {
 					offs[p] = OffsetCommit{Topic: "orders", Partition: int32(p), Offset: off, LeaderEpoch: -1, Metadata: "crash"}
 				}
-				if err := c.Commit(context.Background(), group, offs); err != nil {
+				if i%7 == 3 {
+					// The same commit twice in one CommitMany: the first
+					// finds the journal idle more often than not and is
+					// appended by its caller, the second joins its batch.
+					gc := GroupCommit{Group: group, Generation: NoGeneration, Offsets: offs}
+					for _, r := range c.CommitMany(context.Background(), []GroupCommit{gc, gc}) {
+						if r.Err != nil {
+							panic(r.Err)
+						}
+					}
+				} else if err := c.Commit(context.Background(), group, offs); err != nil {
 					panic(err)
 				}
 				out.Lock()

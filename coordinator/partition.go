@@ -518,6 +518,12 @@ func (p *partition) add(r *request) {
 // requests that read the tables see every earlier request's effect.
 func (p *partition) settle() {
 	p.submit()
+	if len(p.inflight) > 0 {
+		// A direct caller appends its lone batch itself, once it holds no
+		// lock; it may be waiting for this one (CommitMany starting its
+		// next commit), so the journal's goroutine appends it instead.
+		p.committer.Wake()
+	}
 	for len(p.inflight) > 0 {
 		p.finish()
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCommitterExtend: callers start tickets and extend them while they
@@ -188,4 +189,107 @@ func TestCommitterLoneCaller(t *testing.T) {
 	if got, want := l.LastIndex(), forgotten.last; got != want {
 		t.Fatalf("log ends at %d, want %d", got, want)
 	}
+}
+
+// TestCommitterWakeAppendsLone: Wake has the committer's goroutine append
+// a lone ticket whose caller has not flushed it, and the late Flush of
+// that caller finds nothing left to do.
+func TestCommitterWakeAppendsLone(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 1<<20))
+	c := NewCommitter(l, nil)
+	var tk Ticket
+	if ok, err := c.StartOwn(&tk, []Entry{{Partition: 1, Type: 1, Payload: []byte("lone")}}); err != nil || !ok {
+		t.Fatalf("StartOwn on an idle committer: lone %v, %v", ok, err)
+	}
+	c.Wake()
+	select {
+	case <-tk.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wake left the lone ticket unappended")
+	}
+	if first, last, err := tk.Result(); err != nil || first != last || last != l.LastIndex() {
+		t.Fatalf("lone ticket: %d..%d, %v; log ends at %d", first, last, err, l.LastIndex())
+	}
+	c.Flush()
+	c.Wake() // nothing queued: harmless
+	c.Close()
+	mustClose(t, l)
+}
+
+// TestCommitterLoneCallersAndSyncs: lone callers that start another
+// ticket before they flush their first (as CommitMany does), or flush
+// late, or let Wake have theirs appended, while Sync runs over and over:
+// every ticket is answered, a caller's tickets get increasing indexes in
+// the order it started them, and Sync never waits for a lone caller.
+func TestCommitterLoneCallersAndSyncs(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testOptions(t, 1<<20))
+	c := NewCommitter(l, nil)
+	stop := make(chan struct{})
+	syncs := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				syncs <- nil
+				return
+			default:
+			}
+			if err := c.Sync(); err != nil {
+				syncs <- err
+				return
+			}
+		}
+	}()
+	const callers, rounds = 8, 50
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Go(func() {
+			for k := range rounds {
+				entry := func(x int) []Entry {
+					return []Entry{{Partition: w, Type: 1, Payload: fmt.Appendf(nil, "%d/%d/%d", w, k, x)}}
+				}
+				var first, second Ticket
+				lone, err := c.StartOwn(&first, entry(0))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				switch k % 3 {
+				case 0: // a second ticket before the flush
+					if err := c.Start(&second, entry(1)); err != nil {
+						t.Error(err)
+						return
+					}
+				case 1: // somebody else waits for the lone ticket
+					c.Wake()
+				}
+				if lone {
+					c.Flush()
+				}
+				_, last, err := first.Result()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if k%3 == 0 {
+					if f2, _, err := second.Result(); err != nil || f2 <= last {
+						t.Errorf("caller %d round %d: second ticket at %d (%v), first ends at %d", w, k, f2, err, last)
+					}
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("lone callers hang")
+	}
+	close(stop)
+	if err := <-syncs; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	mustClose(t, l)
 }
