@@ -189,6 +189,13 @@ var model = porcupine.Model{
 // (to spread calls over nodes, say); read returns -1 for a group with no
 // offset. The returned stop ends the load and waits for it.
 func (h *History) Load(groups []string, readers int, commit func(n int, group string, value int64) error, read func(n int, group string) (int64, error)) (stop func()) {
+	return h.LoadFrom(0, groups, readers, commit, read)
+}
+
+// LoadFrom is Load with the writers committing first, first+1, ...: a
+// load that follows another starts above the values the earlier one
+// committed, so that its groups' offsets keep growing.
+func (h *History) LoadFrom(first int64, groups []string, readers int, commit func(n int, group string, value int64) error, read func(n int, group string) (int64, error)) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	loop := func(fn func(n int)) {
@@ -208,8 +215,9 @@ func (h *History) Load(groups []string, readers int, commit func(n int, group st
 	for i, g := range groups {
 		loop(func(n int) {
 			call := h.Call()
-			err := commit(n, g, int64(n))
-			h.Commit(i, g, int64(n), call, err == nil)
+			v := first + int64(n)
+			err := commit(n, g, v)
+			h.Commit(i, g, v, call, err == nil)
 		})
 	}
 	for r := range readers {
