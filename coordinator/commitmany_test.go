@@ -135,3 +135,59 @@ func TestCommitGivenUpIsApplied(t *testing.T) {
 		t.Fatalf("Fetch = %+v %v, want offset 9", o, ok)
 	}
 }
+
+// A lone commit whose caller gave up while the commit was being built
+// returns at once, without appending and syncing its batch on its own
+// goroutine (here the journal holds that append), and its batch is
+// applied all the same.
+func TestLoneCommitGivenUpBeforeItsAppend(t *testing.T) {
+	g := &gateObserver{held: make(chan struct{}), release: make(chan struct{})}
+	clock := newGateClock()
+	opts := testOptions()
+	opts.Observer = g
+	opts.Now = clock.now
+	opts.Retention = KeepForever // the sweeper would read the clock too
+	c := mustOpen(t, t.TempDir(), opts)
+	defer c.Close()
+	_, changed, stop, err := c.WatchGroup("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// The partition's writer is up, and idle once the snapshot is
+	// answered, and so is the journal: the commit goes alone.
+	if err := c.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock.armed.Store(true)
+	g.armed.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Offset: 9}}) }()
+	<-clock.entered // being built, under the partition's lock
+	cancel()
+	close(clock.release)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("commit given up: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(g.release) // so that Close can end
+		t.Fatal("a commit given up before its append waits for the append")
+	}
+	select {
+	case <-g.held: // the journal's goroutine appended the batch
+	case <-time.After(10 * time.Second):
+		t.Fatal("nobody appended the given-up commit's batch")
+	}
+	close(g.release)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the durable commit was not applied")
+	}
+	if o, ok, _ := c.Fetch("g", "t", 0); !ok || o.Offset != 9 {
+		t.Fatalf("Fetch = %+v %v, want offset 9", o, ok)
+	}
+}

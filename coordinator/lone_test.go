@@ -15,6 +15,25 @@ import (
 	"github.com/offsetd/offsetd/statictopic"
 )
 
+// writerIdle waits until p's writer goroutine waits for work in its
+// select, holding no lock: after a call it answered, the writer takes the
+// lock once more before it gets there.
+func writerIdle(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		n := runtime.Stack(buf, true)
+		for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+			if strings.Contains(g, "[select") && strings.Contains(g, "(*partition).run(") {
+				return
+			}
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("the writer never went idle")
+}
+
 // writerWaitsForLock waits until p's writer goroutine is blocked on the
 // partition's lock after the call whose goroutine blocks in state with
 // frame on its stack (DeleteGroup waiting for its answer, Close for the
@@ -57,14 +76,15 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	if err := c.Commit(bg, "old", []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	// The partition's writer is up and idle once the snapshot is answered,
-	// and so is the journal.
+	// The partition's writer is up once the snapshot is answered, and the
+	// journal idle; the writer then goes idle too.
 	if err := c.Snapshot(bg); err != nil {
 		t.Fatal(err)
 	}
 	p := c.parts[0]
+	writerIdle(t)
 
-	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
 	gate.armed.Store(true)
 	results := make(chan []CommitResult, 1)
@@ -113,12 +133,13 @@ func TestCommitManyLoneAndClose(t *testing.T) {
 	dir := t.TempDir()
 	c := mustOpen(t, dir, opts)
 	bg := context.Background()
-	if err := c.Snapshot(bg); err != nil { // the writer is up, and idle
+	if err := c.Snapshot(bg); err != nil { // the writer is up
 		t.Fatal(err)
 	}
 	p := c.parts[0]
+	writerIdle(t)
 
-	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
 	gate.armed.Store(true)
 	results := make(chan []CommitResult, 1)
@@ -184,7 +205,7 @@ func TestDirectCommitMix(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			group := func(k int) string { return fmt.Sprintf("w%d-g%d", w, k) }
 			versions := make([]uint64, groups)
-			commit := func(ctx context.Context, k int, off int64) GroupCommit {
+			commit := func(k int, off int64) GroupCommit {
 				tried[w][k] = max(tried[w][k], off)
 				return GroupCommit{Group: group(k), Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Partition: int32(k), Offset: off}}}
 			}
@@ -212,7 +233,7 @@ func TestDirectCommitMix(t *testing.T) {
 				switch op := rng.IntN(8); {
 				case op < 3:
 					k := rng.IntN(groups)
-					gc := commit(ctx, k, off)
+					gc := commit(k, off)
 					v, err := c.CommitGeneration(ctx, gc.Group, gc.Generation, gc.Offsets)
 					if err := check(k, off, v, err); err != nil {
 						errs <- err
@@ -224,7 +245,7 @@ func TestDirectCommitMix(t *testing.T) {
 					var ks []int
 					for range 1 + rng.IntN(4) {
 						k := rng.IntN(groups)
-						commits, ks = append(commits, commit(ctx, k, off)), append(ks, k)
+						commits, ks = append(commits, commit(k, off)), append(ks, k)
 					}
 					for j, r := range c.CommitMany(ctx, commits) {
 						if err := check(ks[j], off, r.Version, r.Err); err != nil {

@@ -342,12 +342,12 @@ func (p *partition) writersBatch() *batch {
 // closed once the batch is durable, and the caller applies it (waitDirect).
 // It returns nil when r joined a batch someone else leads, or has been
 // answered already (refused, or failed at once): the caller then only
-// waits for its answer. lone reports that the batch is alone in the
-// journal's queue and the committer idle: the caller appends it itself
-// (log.Committer.StartOwn), in waitDirect, once it holds no lock. A batch so wakes its leader and then each caller
+// waits for its answer. A batch so wakes its leader and then each caller
 // once, as a bare group commit does, and keeps the writer's semantics:
 // records are built and applied in one order, under one lock, with the
-// generations in flight.
+// generations in flight. lone reports that the batch is alone in the
+// journal's queue and the committer idle: the caller appends it itself
+// (log.Committer.StartOwn), in waitDirect, once it holds no lock.
 func (p *partition) startDirect(ctx context.Context, r *request) (durable <-chan struct{}, lone bool, err error) {
 	defer failStop()
 	if err := p.ready(); err != nil {
@@ -382,11 +382,16 @@ func (p *partition) startDirect(ctx context.Context, r *request) (durable <-chan
 // a batch (durable is not nil) waits until the batch is durable, then
 // applies every durable batch of the partition in order unless someone
 // did; a leader that gives up has the writer apply its batch. A lone
-// leader first appends its batch itself, whatever its ctx (nobody else
-// would), and gives up after that if its ctx ended meanwhile.
+// leader first appends its batch itself (nobody else would), and gives up
+// after that if its ctx ended meanwhile: an fsync under way is not
+// interrupted. One whose ctx ended before wakes the committer's goroutine
+// to append the batch instead, and gives up at once.
 func (p *partition) waitDirect(ctx context.Context, r *request, durable <-chan struct{}, lone bool, stop <-chan struct{}) (res result, ok bool) {
 	defer failStop()
-	if lone {
+	switch {
+	case lone && ctx.Err() != nil:
+		p.committer.Wake() // and give up below, as a leader does
+	case lone:
 		p.committer.Flush()
 		if durable != nil && ctx.Err() != nil {
 			p.nudge() // gave up during the fsync, as a leader waiting for it does

@@ -45,9 +45,9 @@ type Committer struct {
 	wake chan struct{}
 	done chan struct{} // closed when the loop has returned
 
-	entries    []Entry // the batch being appended; busy's own
-	partitions []int   // scratch for BatchInfo.Partitions
-	spare      []*Ticket
+	entries    []Entry   // the batch being appended; busy's own
+	partitions []int     // scratch for BatchInfo.Partitions
+	spare      []*Ticket // guarded by mu
 }
 
 // Ticket is one call's place in the committer's queue: its entries, and
@@ -331,8 +331,9 @@ func (c *Committer) run() {
 // gather yields while the queue keeps growing, a few times at most, before
 // a batch is taken: the callers answered by the last batch apply it and
 // queue their next within microseconds, and those that are runnable then
-// join this fsync instead of waiting a whole one more. A lone caller costs
-// one yield with nothing else to run.
+// join this fsync instead of waiting a whole one more. A call that finds
+// the loop asleep and nothing queued never comes here (StartOwn): it
+// appends its batch itself.
 func (c *Committer) gather() {
 	c.mu.Lock()
 	n := len(c.queue)

@@ -10,9 +10,10 @@
 //
 // # Where a commit becomes durable
 //
-// Committer.Commit: many goroutines (the partitions' writers) hand it
-// their records; one goroutine takes everything queued, appends it as one
-// batch (Log.Append: one write, one fsync) and answers every caller. While
+// Committer.Commit: many goroutines (committing callers, the partitions'
+// writers) hand it their records; one goroutine takes everything queued,
+// appends it as one batch (Log.Append: one write, one fsync) and answers
+// every caller. While
 // that fsync runs the next batch forms in the queue, so under load one
 // fsync carries the commits of every partition that arrived meanwhile. A
 // caller that finds it idle and nothing queued appends its own batch on
