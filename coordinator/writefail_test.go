@@ -24,29 +24,31 @@ func TestWriteFailure(t *testing.T) {
 	if os.Getenv(writeFailDirEnv) != "" {
 		t.Skip("child")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFailureChild$", "-test.v")
-	cmd.Env = append(os.Environ(), writeFailDirEnv+"="+t.TempDir())
+	runChild(t, "TestWriteFailureChild", writeFailDirEnv)
+}
+
+// runChild runs the test named child in a child process of this test
+// binary, with env naming a fresh directory, and fails unless it passes.
+func runChild(t *testing.T, child, env string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env+"="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child failed: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "--- PASS: TestWriteFailureChild") {
+	if !strings.Contains(string(out), "--- PASS: "+child) {
 		t.Fatalf("child did not pass:\n%s", out)
 	}
 }
 
-func TestWriteFailureChild(t *testing.T) {
-	dir := os.Getenv(writeFailDirEnv)
-	if dir == "" {
-		t.Skip("run by TestWriteFailure")
-	}
+// limitFileSize lowers the process's file-size limit (RLIMIT_FSIZE) to
+// 64 KiB, so that appends past it fail with EFBIG rather than kill the
+// process, and returns what lifts the limit again. Only a child process
+// may call it.
+func limitFileSize(t *testing.T) (lift func()) {
+	t.Helper()
 	ossignal.Ignore(syscall.SIGXFSZ) // get EFBIG instead of being killed
-	opts := testOptions()
-	opts.Partitions = 1
-	opts.SegmentSize = 4 << 20 // the limit is hit inside one segment
-	c := mustOpen(t, dir, opts)
-	ctx := context.Background()
-
 	var orig syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
 		t.Fatal(err)
@@ -56,6 +58,24 @@ func TestWriteFailureChild(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
 		t.Fatal(err)
 	}
+	return func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWriteFailureChild(t *testing.T) {
+	dir := os.Getenv(writeFailDirEnv)
+	if dir == "" {
+		t.Skip("run by TestWriteFailure")
+	}
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.SegmentSize = 4 << 20 // the limit is hit inside one segment
+	c := mustOpen(t, dir, opts)
+	ctx := context.Background()
+	lift := limitFileSize(t)
 
 	const writers = 8
 	acked := make([]int64, writers)
@@ -108,9 +128,7 @@ func TestWriteFailureChild(t *testing.T) {
 	// Writing is possible again: commits succeed and reads are right. Odd
 	// writers commit nothing more, so their last attempt was a failure that
 	// must stay invisible after the reopen too.
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
-		t.Fatal(err)
-	}
+	lift()
 	for w := 0; w < writers; w += 2 {
 		off := acked[w] + 1000
 		group := fmt.Sprintf("g%d", w)

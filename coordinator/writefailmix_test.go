@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	ossignal "os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 )
 
@@ -26,15 +23,7 @@ func TestWriteFailureMix(t *testing.T) {
 	if os.Getenv(writeFailMixDirEnv) != "" {
 		t.Skip("child")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteFailureMixChild$", "-test.v")
-	cmd.Env = append(os.Environ(), writeFailMixDirEnv+"="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child failed: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "--- PASS: TestWriteFailureMixChild") {
-		t.Fatalf("child did not pass:\n%s", out)
-	}
+	runChild(t, "TestWriteFailureMixChild", writeFailMixDirEnv)
 }
 
 func TestWriteFailureMixChild(t *testing.T) {
@@ -42,7 +31,6 @@ func TestWriteFailureMixChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestWriteFailureMix")
 	}
-	ossignal.Ignore(syscall.SIGXFSZ) // get EFBIG instead of being killed
 	opts := testOptions()
 	opts.Partitions = 2
 	opts.SegmentSize = 4 << 20 // the limit is hit inside one segment
@@ -50,15 +38,7 @@ func TestWriteFailureMixChild(t *testing.T) {
 	c := mustOpen(t, dir, opts)
 	bg := context.Background()
 
-	var orig syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
-		t.Fatal(err)
-	}
-	limited := orig
-	limited.Cur = 64 << 10
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
-		t.Fatal(err)
-	}
+	lift := limitFileSize(t)
 
 	const workers, groups = 6, 2
 	// acked: the offset of the last acknowledged commit of each group;
@@ -162,9 +142,7 @@ func TestWriteFailureMixChild(t *testing.T) {
 	}
 	t.Logf("%d commits failed under the limit", total)
 
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
-		t.Fatal(err)
-	}
+	lift()
 	if err := c.Commit(bg, "after", []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
 		t.Fatalf("commit after the limit was lifted: %v", err)
 	}
