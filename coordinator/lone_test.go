@@ -60,6 +60,23 @@ func writerWaitsForLock(t *testing.T, p *partition, state, frame string) {
 	t.Fatal("the writer never waited for the partition's lock")
 }
 
+// commitManyHeld starts a CommitMany of groups a and b, the only
+// partition's writer idle, and returns once its first commit is being
+// built under the partition's lock, held there until gate is released:
+// that commit then goes to the journal alone.
+func commitManyHeld(ctx context.Context, c *Coordinator, gate *gateClock) <-chan []CommitResult {
+	gate.armed.Store(true)
+	results := make(chan []CommitResult, 1)
+	go func() {
+		results <- c.CommitMany(ctx, []GroupCommit{
+			{Group: "a", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 10}}},
+			{Group: "b", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 20}}},
+		})
+	}()
+	<-gate.entered
+	return results
+}
+
 // A CommitMany whose first commit is lone (its caller appends it, later,
 // in wait) and whose next commit waits for the partition's lock, held by
 // the writer settling before a delete, which waits for that lone batch:
@@ -86,15 +103,7 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
-	gate.armed.Store(true)
-	results := make(chan []CommitResult, 1)
-	go func() {
-		results <- c.CommitMany(ctx, []GroupCommit{
-			{Group: "a", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 10}}},
-			{Group: "b", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 20}}},
-		})
-	}()
-	<-gate.entered // the first commit is being built, under the lock
+	results := commitManyHeld(ctx, c, gate)
 	deleted := make(chan error, 1)
 	go func() { deleted <- c.DeleteGroup(ctx, "old") }()
 	writerWaitsForLock(t, p, "select", "(*Coordinator).DeleteGroup(")
@@ -141,15 +150,7 @@ func TestCommitManyLoneAndClose(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
-	gate.armed.Store(true)
-	results := make(chan []CommitResult, 1)
-	go func() {
-		results <- c.CommitMany(ctx, []GroupCommit{
-			{Group: "a", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 10}}},
-			{Group: "b", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 20}}},
-		})
-	}()
-	<-gate.entered // the first commit is being built, under the lock
+	results := commitManyHeld(ctx, c, gate)
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
 	writerWaitsForLock(t, p, "", "(*Coordinator).closeAll(") // to stop
