@@ -308,9 +308,8 @@ func TestCrashChild(t *testing.T) {
 					offs[p] = OffsetCommit{Topic: "orders", Partition: int32(p), Offset: off, LeaderEpoch: -1, Metadata: "crash"}
 				}
 				if i%7 == 3 {
-					// The same commit twice in one CommitMany: the first
-					// finds the journal idle more often than not and is
-					// appended by its caller, the second joins its batch.
+					// The same commit twice in one CommitMany: the
+					// second joins the first's batch, or follows it.
 					gc := GroupCommit{Group: group, Generation: NoGeneration, Offsets: offs}
 					for _, r := range c.CommitMany(context.Background(), []GroupCommit{gc, gc}) {
 						if r.Err != nil {

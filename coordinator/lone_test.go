@@ -63,7 +63,7 @@ func writerWaitsForLock(t *testing.T, p *partition, state, frame string) {
 // commitManyHeld starts a CommitMany of groups a and b, the only
 // partition's writer idle, and returns once its first commit is being
 // built under the partition's lock, held there until gate is released:
-// that commit then goes to the journal alone.
+// the journal is idle then, as when a commit made alone goes lone.
 func commitManyHeld(ctx context.Context, c *Coordinator, gate *gateClock) <-chan []CommitResult {
 	gate.armed.Store(true)
 	results := make(chan []CommitResult, 1)
@@ -77,10 +77,12 @@ func commitManyHeld(ctx context.Context, c *Coordinator, gate *gateClock) <-chan
 	return results
 }
 
-// A CommitMany whose first commit is lone (its caller appends it, later,
-// in wait) and whose next commit waits for the partition's lock, held by
-// the writer settling before a delete, which waits for that lone batch:
-// the writer must not wait for a lone caller that is itself waiting.
+// A CommitMany whose first commit finds the journal idle and whose next
+// commit waits for the partition's lock, held by the writer settling
+// before a delete, which waits for the first commit's batch: were that
+// batch left to its caller to append (lone), in wait, after starting the
+// next, the writer and the caller would wait for each other. The commits
+// of a CommitMany of several never go lone.
 func TestCommitManyLoneAndSettle(t *testing.T) {
 	gate := newGateClock()
 	opts := testOptions()
@@ -107,8 +109,8 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	deleted := make(chan error, 1)
 	go func() { deleted <- c.DeleteGroup(ctx, "old") }()
 	writerWaitsForLock(t, p, "select", "(*Coordinator).DeleteGroup(")
-	// The first commit is handed to the journal alone; the writer takes
-	// the lock next and settles, and the second commit waits for it.
+	// The first commit is handed to the journal; the writer takes the
+	// lock next and settles, and the second commit waits for it.
 	close(gate.release)
 	for i, r := range <-results {
 		if r.Err != nil {
@@ -129,10 +131,9 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 }
 
 // TestCommitManyLoneAndClose: Close comes while a CommitMany builds its
-// first commit, which is then handed to the journal alone, its caller to
-// append it after starting the second: the writer settles as it stops,
-// the lone batch is written and acknowledged, the second commit is
-// refused as closed, and Close returns.
+// first commit, the journal idle: the writer settles as it stops, the
+// first commit is written and acknowledged, the second is refused as
+// closed, and Close returns.
 func TestCommitManyLoneAndClose(t *testing.T) {
 	gate := newGateClock()
 	opts := testOptions()

@@ -98,7 +98,7 @@ func (c *Coordinator) StoreGeneration(ctx context.Context, group string, generat
 
 // commit writes a commit request of group.
 func (c *Coordinator) commit(ctx context.Context, group string, r *request) (uint64, error) {
-	w, err := c.startCommit(ctx, c.groupPartition(group), r)
+	w, err := c.startCommit(ctx, c.groupPartition(group), r, true)
 	if err != nil {
 		return 0, err
 	}
@@ -117,8 +117,10 @@ type commitWait struct {
 
 // startCommit starts r, a commit, on partition p: on the caller's
 // goroutine (startDirect), or through p's writer while p loads (which
-// answers why not) and when it is replicated.
-func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request) (commitWait, error) {
+// answers why not) and when it is replicated. alone says that the caller
+// waits for r before it starts anything else, so it may append r's batch
+// itself when it finds the journal idle (startDirect).
+func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request, alone bool) (commitWait, error) {
 	if c.isClosed.Load() {
 		return commitWait{}, ErrClosed
 	}
@@ -128,7 +130,7 @@ func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request)
 		r.commit.offsets = slices.Clone(r.commit.offsets)
 		return commitWait{p: p, r: r}, c.enqueue(ctx, p, r)
 	}
-	durable, lone, err := p.startDirect(ctx, r)
+	durable, lone, err := p.startDirect(ctx, r, alone)
 	return commitWait{p: p, r: r, direct: true, durable: durable, lone: lone}, err
 }
 
@@ -173,7 +175,11 @@ func (c *Coordinator) CommitMany(ctx context.Context, commits []GroupCommit) []C
 	for i, gc := range commits {
 		r, err := c.commitRequest(gc.Group, gc.Generation, gc.Offsets)
 		if err == nil {
-			waits[i], err = c.startCommit(ctx, c.groupPartition(gc.Group), r)
+			// Only a commit made alone may be appended by its caller:
+			// one that went on to start the next, waiting for a
+			// partition's lock, could hold up a writer that waits for
+			// its batch (a delete settling), and so itself.
+			waits[i], err = c.startCommit(ctx, c.groupPartition(gc.Group), r, len(commits) == 1)
 		}
 		results[i].Err = err
 	}

@@ -345,10 +345,11 @@ func (p *partition) writersBatch() *batch {
 // waits for its answer. A batch so wakes its leader and then each caller
 // once, as a bare group commit does, and keeps the writer's semantics:
 // records are built and applied in one order, under one lock, with the
-// generations in flight. lone reports that the batch is alone in the
-// journal's queue and the committer idle: the caller appends it itself
-// (log.Committer.StartOwn), in waitDirect, once it holds no lock.
-func (p *partition) startDirect(ctx context.Context, r *request) (durable <-chan struct{}, lone bool, err error) {
+// generations in flight. A caller that waits for r before it takes any
+// other lock (own) may be told lone: its batch is alone in the journal's
+// queue and the committer idle, and the caller appends it itself
+// (log.Committer.StartOwn), in waitDirect.
+func (p *partition) startDirect(ctx context.Context, r *request, own bool) (durable <-chan struct{}, lone bool, err error) {
 	defer failStop()
 	if err := p.ready(); err != nil {
 		return nil, false, err
@@ -368,7 +369,7 @@ func (p *partition) startDirect(ctx context.Context, r *request) (durable <-chan
 	if len(p.pending) == 0 {
 		return nil, false, nil // answered
 	}
-	lone = p.submitOwn()
+	lone = p.hand(own)
 	if n := len(p.inflight); n > 0 && p.inflight[n-1].leads(r) {
 		b := p.inflight[n-1]
 		b.writer = false
@@ -523,12 +524,6 @@ func (p *partition) add(r *request) {
 // requests that read the tables see every earlier request's effect.
 func (p *partition) settle() {
 	p.submit()
-	if len(p.inflight) > 0 {
-		// A direct caller appends its lone batch itself, once it holds no
-		// lock; it may be waiting for this one (CommitMany starting its
-		// next commit), so the journal's goroutine appends it instead.
-		p.committer.Wake()
-	}
 	for len(p.inflight) > 0 {
 		p.finish()
 	}
@@ -539,11 +534,8 @@ func (p *partition) settle() {
 // queues them as a new batch. A committer that is closed fails them at once.
 func (p *partition) submit() { p.hand(false) }
 
-// submitOwn is submit for a direct commit, whose caller waits for its
-// batch: it reports lone when the caller must append the batch itself
-// (log.Committer.StartOwn).
-func (p *partition) submitOwn() (lone bool) { return p.hand(true) }
-
+// hand is submit for a direct commit when own: it reports lone when the
+// caller must append the new batch itself (log.Committer.StartOwn).
 func (p *partition) hand(own bool) (lone bool) {
 	if len(p.pending) == 0 {
 		return false

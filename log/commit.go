@@ -121,9 +121,9 @@ func (c *Committer) Start(t *Ticket, entries []Entry) error {
 // committer's goroutine and reports lone: the caller must then call Flush,
 // once it holds no lock another caller of the committer may wait for, and
 // the batch is appended on its goroutine. Any call queued or extended
-// meanwhile wakes the committer's goroutine as usual, and so does Wake,
-// called by a goroutine that must wait for the ticket: a lone ticket
-// delays nobody but its caller.
+// meanwhile wakes the committer's goroutine as usual, so a lone ticket
+// delays nobody but its caller. A caller that no longer waits for t (it
+// gave up) calls Wake instead of Flush.
 func (c *Committer) StartOwn(t *Ticket, entries []Entry) (lone bool, err error) {
 	return c.start(t, entries, true)
 }
@@ -185,9 +185,8 @@ func (c *Committer) Flush() {
 
 // Wake has the committer's goroutine append the calls queued, a lone
 // ticket among them, unless a goroutine is appending already (it looks at
-// the queue again before it stops). A goroutine about to wait for a ticket
-// whose caller may not flush it soon calls it: that caller may be waiting
-// for it in turn.
+// the queue again before it stops): StartOwn's lone caller calls it
+// instead of Flush when it will not wait for its ticket.
 func (c *Committer) Wake() {
 	c.mu.Lock()
 	if !c.busy && len(c.queue) > 0 {
