@@ -103,17 +103,7 @@ func TestCommitGivenUpIsApplied(t *testing.T) {
 	g := &gateObserver{held: make(chan struct{}), release: make(chan struct{})}
 	opts := testOptions()
 	opts.Observer = g
-	c := mustOpen(t, t.TempDir(), opts)
-	defer c.Close()
-	_, changed, stop, err := c.WatchGroup("g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	// The partition's writer is up, and idle once the snapshot is answered.
-	if err := c.Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, changed := openWatched(t, opts)
 	g.armed.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -126,14 +116,7 @@ func TestCommitGivenUpIsApplied(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("commit given up: %v, want context.Canceled", err)
 	}
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the durable commit was not applied")
-	}
-	if o, ok, _ := c.Fetch("g", "t", 0); !ok || o.Offset != 9 {
-		t.Fatalf("Fetch = %+v %v, want offset 9", o, ok)
-	}
+	appliedNine(t, c, changed)
 }
 
 // A lone commit whose caller gave up while the commit was being built
@@ -146,19 +129,8 @@ func TestLoneCommitGivenUpBeforeItsAppend(t *testing.T) {
 	opts := testOptions()
 	opts.Observer = g
 	opts.Now = clock.now
-	opts.Retention = KeepForever // the sweeper would read the clock too
-	c := mustOpen(t, t.TempDir(), opts)
-	defer c.Close()
-	_, changed, stop, err := c.WatchGroup("g")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	// The partition's writer is up, and idle once the snapshot is
-	// answered, and so is the journal: the commit goes alone.
-	if err := c.Snapshot(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	opts.Retention = KeepForever       // the sweeper would read the clock too
+	c, changed := openWatched(t, opts) // the journal idle: the commit goes alone
 	clock.armed.Store(true)
 	g.armed.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -182,6 +154,31 @@ func TestLoneCommitGivenUpBeforeItsAppend(t *testing.T) {
 		t.Fatal("nobody appended the given-up commit's batch")
 	}
 	close(g.release)
+	appliedNine(t, c, changed)
+}
+
+// openWatched opens a store with opts and watches group g in it. It
+// returns once the partition's writer is up and the journal idle: a
+// snapshot was answered.
+func openWatched(t *testing.T, opts Options) (c *Coordinator, changed <-chan struct{}) {
+	t.Helper()
+	c = mustOpen(t, t.TempDir(), opts)
+	t.Cleanup(func() { c.Close() })
+	_, changed, stop, err := c.WatchGroup("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if err := c.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, changed
+}
+
+// appliedNine waits until group g changes and checks that it holds offset
+// 9: a commit given up was applied all the same.
+func appliedNine(t *testing.T, c *Coordinator, changed <-chan struct{}) {
+	t.Helper()
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):

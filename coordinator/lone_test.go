@@ -60,6 +60,16 @@ func writerWaitsForLock(t *testing.T, p *partition, state, frame string) {
 	t.Fatal("the writer never waited for the partition's lock")
 }
 
+// gatedOptions are the options of a store of one partition whose clock
+// is gate.
+func gatedOptions(gate *gateClock) Options {
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.Now = gate.now
+	opts.Retention = KeepForever // the sweeper would read the clock too
+	return opts
+}
+
 // commitManyHeld starts a CommitMany of groups a and b, the only
 // partition's writer idle, and returns once its first commit is being
 // built under the partition's lock, held there until gate is released:
@@ -85,10 +95,7 @@ func commitManyHeld(ctx context.Context, c *Coordinator, gate *gateClock) <-chan
 // of a CommitMany of several never go lone.
 func TestCommitManyLoneAndSettle(t *testing.T) {
 	gate := newGateClock()
-	opts := testOptions()
-	opts.Partitions = 1
-	opts.Now = gate.now
-	opts.Retention = KeepForever // the sweeper would read the clock too
+	opts := gatedOptions(gate)
 	c := mustOpen(t, t.TempDir(), opts)
 	defer c.Close()
 	bg := context.Background()
@@ -136,10 +143,7 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 // closed, and Close returns.
 func TestCommitManyLoneAndClose(t *testing.T) {
 	gate := newGateClock()
-	opts := testOptions()
-	opts.Partitions = 1
-	opts.Now = gate.now
-	opts.Retention = KeepForever // the sweeper would read the clock too
+	opts := gatedOptions(gate)
 	dir := t.TempDir()
 	c := mustOpen(t, dir, opts)
 	bg := context.Background()
