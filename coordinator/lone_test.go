@@ -70,11 +70,17 @@ func gatedOptions(gate *gateClock) Options {
 	return opts
 }
 
-// commitManyHeld starts a CommitMany of groups a and b, the only
-// partition's writer idle, and returns once its first commit is being
-// built under the partition's lock, held there until gate is released:
-// the journal is idle then, as when a commit made alone goes lone.
-func commitManyHeld(ctx context.Context, c *Coordinator, gate *gateClock) <-chan []CommitResult {
+// commitManyHeld waits until c's only partition's writer is up and idle
+// (a snapshot answered), starts a CommitMany of groups a and b, and
+// returns once its first commit is being built under the partition's
+// lock, held there until gate is released: the journal is idle then, as
+// when a commit made alone goes lone.
+func commitManyHeld(t *testing.T, ctx context.Context, c *Coordinator, gate *gateClock) <-chan []CommitResult {
+	t.Helper()
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writerIdle(t)
 	gate.armed.Store(true)
 	results := make(chan []CommitResult, 1)
 	go func() {
@@ -102,17 +108,10 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	if err := c.Commit(bg, "old", []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	// The partition's writer is up once the snapshot is answered, and the
-	// journal idle; the writer then goes idle too.
-	if err := c.Snapshot(bg); err != nil {
-		t.Fatal(err)
-	}
 	p := c.parts[0]
-	writerIdle(t)
-
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
-	results := commitManyHeld(ctx, c, gate)
+	results := commitManyHeld(t, ctx, c, gate)
 	deleted := make(chan error, 1)
 	go func() { deleted <- c.DeleteGroup(ctx, "old") }()
 	writerWaitsForLock(t, p, "select", "(*Coordinator).DeleteGroup(")
@@ -147,15 +146,10 @@ func TestCommitManyLoneAndClose(t *testing.T) {
 	dir := t.TempDir()
 	c := mustOpen(t, dir, opts)
 	bg := context.Background()
-	if err := c.Snapshot(bg); err != nil { // the writer is up
-		t.Fatal(err)
-	}
 	p := c.parts[0]
-	writerIdle(t)
-
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
-	results := commitManyHeld(ctx, c, gate)
+	results := commitManyHeld(t, ctx, c, gate)
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
 	writerWaitsForLock(t, p, "", "(*Coordinator).closeAll(") // to stop
