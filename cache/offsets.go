@@ -48,8 +48,9 @@ type groupTopic struct {
 
 // topicRef is the value of the table's one lookup. It carries the dense
 // slots beside their partitions, so that a fetch goes from the map
-// straight to the slot; the writer stores it again whenever the slots
-// move or grow.
+// straight to the slot: all of their array, to its capacity (slots past
+// the length were never written, so they are not live), and the writer
+// stores it again only when the slots move to a new array.
 type topicRef struct {
 	dense []slot
 	ps    *partitions
@@ -105,8 +106,9 @@ func (t *Offsets) Get(groupName, topic string, partition int32) (Offset, bool) {
 	if uint32(partition) < uint32(len(r.dense)) {
 		s = r.dense[partition]
 		ok = s.live
-	} else if found {
-		s, ok = r.ps.get(partition)
+	}
+	if !ok && found {
+		s, ok = r.ps.get(partition) // past the dense slots (or not there)
 	}
 	if ok {
 		v = t.offset(s)

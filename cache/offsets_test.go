@@ -213,6 +213,44 @@ func TestPartitionLayouts(t *testing.T) {
 	}
 }
 
+// TestSparsePartitionInsideTheDenseArray puts a partition in the sparse
+// map whose number lies within the dense slots' spare capacity (the live
+// count fell after they grew), where a fetch's lookup sees an empty slot:
+// the fetch must still find it, and the partitions the dense slots grow
+// over later too.
+func TestSparsePartitionInsideTheDenseArray(t *testing.T) {
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		for p := int32(0); p < 40; p++ { // dense: 40 slots, capacity 64
+			w.Put("g", 1, TopicPartition{"t", p}, Offset{Offset: int64(p)})
+		}
+		for p := int32(1); p < 40; p++ {
+			w.Delete("g", 2, TopicPartition{"t", p})
+		}
+		w.Put("g", 3, TopicPartition{"t", 50}, Offset{Offset: 50}) // far past the one live: sparse
+	})
+	for _, p := range []int32{0, 50} {
+		if v, ok := tab.Get("g", "t", p); !ok || v.Offset != int64(p) {
+			t.Fatalf("Get(%d) = %v %v", p, v, ok)
+		}
+	}
+	if v, ok := tab.Get("g", "t", 45); ok {
+		t.Fatalf("Get(45) = %v of a partition never put", v)
+	}
+	tab.Update(func(w OffsetsWriter) {
+		for p := int32(1); p < 60; p++ { // the dense slots grow over 50, in place
+			if p != 50 {
+				w.Put("g", 4, TopicPartition{"t", p}, Offset{Offset: int64(p)})
+			}
+		}
+	})
+	for p := int32(0); p < 60; p++ {
+		if v, ok := tab.Get("g", "t", p); !ok || v.Offset != int64(p) {
+			t.Fatalf("Get(%d) = %v %v after the dense slots grew", p, v, ok)
+		}
+	}
+}
+
 // TestTopicsOfAGroup checks that a group's topics are listed in name order
 // and that a topic left without partitions is gone from the group.
 func TestTopicsOfAGroup(t *testing.T) {

@@ -54,7 +54,7 @@ type TopicWriter struct {
 func (tw *TopicWriter) Reserve(n, count int) {
 	tw.find()
 	ps := tw.ps
-	was := len(ps.dense)
+	was := cap(ps.dense)
 	switch {
 	case n >= max(minDense, 2*(ps.live+count)+2):
 	case cap(ps.dense) == 0 && ps.sparse == nil && n <= slabSlots/16:
@@ -66,10 +66,10 @@ func (tw *TopicWriter) Reserve(n, count int) {
 }
 
 // moved stores the topic's slots in the table's lookup again if their
-// length changed from was (which a move of them always does).
+// capacity changed from was: they moved to a new array.
 func (tw *TopicWriter) moved(was int) {
-	if len(tw.ps.dense) != was {
-		tw.t.topics[groupTopic{tw.g.name, tw.ps.topic}] = topicRef{tw.ps.dense, tw.ps}
+	if cap(tw.ps.dense) != was {
+		tw.t.topics[groupTopic{tw.g.name, tw.ps.topic}] = topicRef{tw.ps.dense[:cap(tw.ps.dense)], tw.ps}
 	}
 }
 
@@ -132,7 +132,7 @@ func (tw *TopicWriter) find() {
 func (tw *TopicWriter) Put(partition int32, v Offset) {
 	tw.find()
 	md := &tw.t.md
-	was := len(tw.ps.dense)
+	was := cap(tw.ps.dense)
 	old := tw.ps.put(partition, slot{offset: v.Offset, commitTime: v.CommitTime, metadata: md.ref(v.Metadata), epoch: v.LeaderEpoch, live: true})
 	tw.moved(was)
 	if old.live {
