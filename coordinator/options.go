@@ -77,8 +77,9 @@ type Options struct {
 	// SnapshotInterval is the least time between two snapshots of a
 	// partition that its journal traffic makes due (snapshots asked for,
 	// by Snapshot or to let the journal go, do not wait). It bounds the
-	// snapshots' own fsyncs while a small state takes many commits. Zero
-	// means 1 second; a negative value sets no minimum.
+	// snapshots' own fsyncs while a small state takes many commits; a
+	// snapshot it holds back is taken when it ends, with or without more
+	// commits. Zero means 1 second; a negative value sets no minimum.
 	SnapshotInterval time.Duration
 	// RetentionCheckInterval is how often the coordinator looks for expired
 	// groups. Zero means one minute.

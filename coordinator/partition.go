@@ -118,6 +118,11 @@ type partition struct {
 	snapDone     chan snapResult // its result
 	snapWaiting  []chan error    // callers of Snapshot waiting for the next snapshot to start
 	snapRunning  []chan error    // callers of Snapshot waiting for the running one
+	// snapTimer, when set, fires snapLater once SnapshotInterval lets go a
+	// snapshot that is due by its bytes (snapshotIn); snapLater holds at
+	// most one.
+	snapTimer *time.Timer
+	snapLater chan struct{}
 
 	rep *replicaState // set, before the writer starts, when the partition is replicated
 }
@@ -200,6 +205,7 @@ func newPartition(id int, opts Options, switched *signal, snaps *log.Snapshots) 
 	return &partition{
 		snaps:     snaps,
 		snapAsked: make(chan struct{}, 1),
+		snapLater: make(chan struct{}, 1),
 		gaveUp:    make(chan struct{}, 1),
 		mu:        make(writeLock, 1),
 		id:        id,
@@ -237,9 +243,13 @@ func (p *partition) ready() error {
 // that, it goes on forming the next batch. As each batch is durable, in
 // order, it applies it to the tables and answers its requests (unless a
 // caller that committed directly did so first). Between batches it starts
-// snapshots and finishes them. It returns when reqs is closed and drained,
-// and every batch applied.
+// snapshots and finishes them: the first as soon as it starts, if what it
+// replayed makes one due. It returns when reqs is closed and drained, and
+// every batch applied.
 func (p *partition) run(stop <-chan struct{}) {
+	p.mu.lock()
+	p.maybeSnapshot(stop)
+	p.mu.unlock()
 	for {
 		p.mu.lock()
 		reqs := p.reqs
@@ -307,6 +317,10 @@ func (p *partition) run(stop <-chan struct{}) {
 			p.mu.lock()
 			p.snapPinning = true
 			p.maybeSnapshot(stop)
+			p.mu.unlock()
+		case <-p.snapLater:
+			p.mu.lock()
+			p.snapshotLater(stop)
 			p.mu.unlock()
 		}
 	}

@@ -183,6 +183,7 @@ type proposed struct {
 func (p *partition) runReplicated(stop <-chan struct{}) {
 	committed := p.rep.replica.Committed()
 	defer p.stopSnapshot()
+	p.maybeSnapshot(stop)
 	for {
 		select {
 		case res := <-p.snapDone:
@@ -190,6 +191,8 @@ func (p *partition) runReplicated(stop <-chan struct{}) {
 		case <-p.snapAsked:
 			p.snapPinning = true
 			p.maybeSnapshot(stop)
+		case <-p.snapLater:
+			p.snapshotLater(stop)
 		case req, ok := <-p.reqs:
 			if !ok {
 				p.failWaiting(ErrClosed)

@@ -70,13 +70,18 @@ type snapResult struct {
 
 // maybeSnapshot starts a snapshot when enough has been appended since the
 // last one, or when Snapshot (or the journal's truncation) asked for one.
+// One due but held back by SnapshotInterval is taken once the interval
+// ends, whether or not a request comes by then (snapLater).
 func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	if p.snapshotting {
 		return
 	}
 	asked := len(p.snapWaiting) > 0 || p.snapPinning
-	due := p.snapshotBytes >= 0 && p.sinceSnapshot >= max(p.snapshotBytes, p.lastSnapSize/snapshotRatio) &&
-		(p.snapInterval < 0 || time.Since(p.lastSnapAt) >= p.snapInterval)
+	due := p.snapshotBytes >= 0 && p.sinceSnapshot >= max(p.snapshotBytes, p.lastSnapSize/snapshotRatio)
+	if wait := p.snapInterval - time.Since(p.lastSnapAt); due && p.snapInterval >= 0 && wait > 0 {
+		due = false
+		p.snapshotIn(wait)
+	}
 	if !asked && !due {
 		return
 	}
@@ -242,6 +247,27 @@ func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 	p.answerSnapshot(res.removeErr)
 }
 
+// snapshotIn has the writer look at snapshots again after wait (it
+// receives from snapLater), unless it is to already.
+func (p *partition) snapshotIn(wait time.Duration) {
+	if p.snapTimer != nil {
+		return
+	}
+	p.snapTimer = time.AfterFunc(wait, func() {
+		select {
+		case p.snapLater <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// snapshotLater is the writer's part when snapLater fires: the timer is
+// spent, and the snapshot it waited for may be due.
+func (p *partition) snapshotLater(stop <-chan struct{}) {
+	p.snapTimer = nil
+	p.maybeSnapshot(stop)
+}
+
 // answerSnapshot tells the callers of Snapshot waiting for the snapshot
 // that just finished.
 func (p *partition) answerSnapshot(err error) {
@@ -263,6 +289,10 @@ func (p *partition) askSnapshot() {
 // stopSnapshot waits for a running snapshot at Close (c.stop makes it
 // quit) and fails the callers still waiting for one.
 func (p *partition) stopSnapshot() {
+	if p.snapTimer != nil {
+		p.snapTimer.Stop()
+		p.snapTimer = nil
+	}
 	if p.snapshotting {
 		p.snapshotting = false
 		res := <-p.snapDone

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/offsetd/offsetd/log"
 )
@@ -355,4 +356,69 @@ func TestSnapshotWhileBatchesInFlight(t *testing.T) {
 			t.Fatalf("partition %d after reopen: %+v %v %v, want offset %d", w, o, ok, err, each-1)
 		}
 	}
+}
+
+// waitSnapshotAt waits until partition 0's newest snapshot covers index,
+// and fails after within.
+func waitSnapshotAt(t *testing.T, c *Coordinator, index uint64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for c.Stats()[0].SnapshotIndex < index {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the newest snapshot covers %d, not the journal's last index %d", within, c.Stats()[0].SnapshotIndex, index)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSnapshotHeldByTheIntervalIsTakenAfterIt: a burst of commits makes a
+// snapshot due by its bytes while SnapshotInterval holds it back, and no
+// request follows the burst. The snapshot is taken once the interval ends
+// all the same, so the journal of the burst does not stay until the next
+// request.
+func TestSnapshotHeldByTheIntervalIsTakenAfterIt(t *testing.T) {
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.SnapshotBytes = 1 // the floor: a few KiB
+	opts.SnapshotInterval = 300 * time.Millisecond
+	opts.UnsafeNoSync = true // the files are the same; only the test is faster
+	c := mustOpen(t, t.TempDir(), opts)
+	defer c.Close()
+	commitN(t, c, 50, 5, 0)
+	waitSnapshotAt(t, c, 1, 5*time.Second) // the first, at once
+	start := time.Now()
+	commitN(t, c, 50, 10, 100) // due again by its bytes, within the interval
+	last := c.journal.LastIndex()
+	if c.Stats()[0].SnapshotIndex >= last {
+		t.Fatal("the burst's snapshot was taken before the interval ended")
+	}
+	waitSnapshotAt(t, c, last, 5*time.Second)
+	if took := time.Since(start); took < opts.SnapshotInterval/2 {
+		t.Fatalf("the burst was snapshotted after %v, well within the interval", took)
+	}
+}
+
+// TestRestartSnapshotsWhatItReplayed: a store reopened with a journal
+// tail long enough to make a snapshot due takes that snapshot as it
+// starts, with no request, so the next restart does not replay the tail
+// again.
+func TestRestartSnapshotsWhatItReplayed(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.UnsafeNoSync = true
+	opts.SnapshotBytes = NoSnapshots
+	c := mustOpen(t, dir, opts)
+	commitN(t, c, 50, 10, 0)
+	last := c.journal.LastIndex()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.SnapshotBytes = 1
+	c = mustOpen(t, dir, opts)
+	defer c.Close()
+	if n := c.Stats()[0].LoadRecords; n < 500 {
+		t.Fatalf("replayed %d records, want the 500 committed", n)
+	}
+	waitSnapshotAt(t, c, last, 5*time.Second)
 }
