@@ -24,8 +24,8 @@ import (
 // leaders are spread over the nodes. Rates and latencies as in
 // BenchmarkCommit.
 func BenchmarkClusterCommit(b *testing.B) {
-	for _, sys := range []system{offsetdSystem, offsetdRaftSystem} {
-		for _, writers := range []int{1, 64} {
+	for _, writers := range []int{1, 64} {
+		for _, sys := range []system{offsetdSystem, offsetdRaftSystem} {
 			b.Run(fmt.Sprintf("sys=%s/writers=%d/parts=1", sys.name, writers), func(b *testing.B) {
 				benchCommit(b, sys, writers, 1)
 			})

@@ -91,12 +91,16 @@ echo "== building the benchmarks"
 go test -c -o "$work/bench.test" .
 
 # bench runs one family of benchmarks with its own -benchtime, appending
-# the results to the raw output.
+# the results to the raw output: count passes over the whole family, not
+# count runs of each benchmark in a row, so that the repeats of every
+# system spread over the same minutes of the disk's drifting speed.
 bench() {
   local pattern=$1 benchtime=$2
   echo "== $pattern (benchtime $benchtime, count $count)"
-  "$work/bench.test" -test.run '^$' -test.bench "$pattern$filter" \
-    -test.benchtime "$benchtime" -test.count "$count" -test.timeout 0 | tee -a "$raw"
+  for _ in $(seq "$count"); do
+    "$work/bench.test" -test.run '^$' -test.bench "$pattern$filter" \
+      -test.benchtime "$benchtime" -test.count 1 -test.timeout 0 | tee -a "$raw"
+  done
 }
 
 if [ "$mode" = ci ]; then
