@@ -17,25 +17,19 @@ import (
 // new, "overwrite" a later one.
 func BenchmarkApplyCommits(b *testing.B) {
 	const groups, topics, parts, internal = 10000, 8, 16, 16
-	groupNames := make([]string, groups)
-	for i := range groupNames {
-		groupNames[i] = fmt.Sprintf("g-%06d", i)
-	}
-	topicNames := make([]string, topics)
-	for i := range topicNames {
-		topicNames[i] = fmt.Sprintf("orders-%d", i)
-	}
 	const keys = groups * topics * parts
 	pt, err := partitioner.New(internal)
 	if err != nil {
 		b.Fatal(err)
 	}
-	offs := make([]OffsetCommit, 1)
-	// Commit n of the stream: group, then topic, then partition vary.
-	record := func(dst []byte, n int) (int, []byte) {
-		g, t, p := n%groups, n/groups%topics, n/(groups*topics)%parts
-		offs[0] = OffsetCommit{Topic: topicNames[t], Partition: int32(p), Offset: int64(n), LeaderEpoch: 1, Metadata: "consumer-07-host"}
-		return pt.Group(groupNames[g]), encodeCommit(dst, groupNames[g], NoGeneration, 1, offs)
+	// The records of one pass, made up front: commit n names group n mod
+	// groups, then the topic, then the partition.
+	records := make([][]byte, keys)
+	owners := make([]int, keys)
+	for n := range records {
+		group := fmt.Sprintf("g-%06d", n%groups)
+		offs := []OffsetCommit{{Topic: fmt.Sprintf("orders-%d", n/groups%topics), Partition: int32(n / (groups * topics)), Offset: int64(n), LeaderEpoch: 1, Metadata: "consumer-07-host"}}
+		owners[n], records[n] = pt.Group(group), encodeCommit(nil, group, NoGeneration, 1, offs)
 	}
 	newTables := func() []*partition {
 		ps := make([]*partition, internal)
@@ -44,19 +38,16 @@ func BenchmarkApplyCommits(b *testing.B) {
 		}
 		return ps
 	}
-	apply := func(b *testing.B, ps []*partition, n int, buf []byte) []byte {
-		i, rec := record(buf[:0], n)
-		p := ps[i]
+	apply := func(b *testing.B, ps []*partition, n int) {
+		p := ps[owners[n%keys]]
 		p.offsets.Update(func(w cache.OffsetsWriter) {
-			if err := p.apply(w, uint64(n+1), recCommit, rec); err != nil {
+			if err := p.apply(w, uint64(n+1), recCommit, records[n%keys]); err != nil {
 				b.Fatal(err)
 			}
 		})
-		return rec
 	}
 	b.Run("pass=insert", func(b *testing.B) {
 		var ps []*partition
-		var buf []byte
 		n := keys
 		b.ReportAllocs()
 		for b.Loop() {
@@ -65,20 +56,19 @@ func BenchmarkApplyCommits(b *testing.B) {
 				ps, n = newTables(), 0
 				b.StartTimer()
 			}
-			buf = apply(b, ps, n, buf)
+			apply(b, ps, n)
 			n++
 		}
 	})
 	b.Run("pass=overwrite", func(b *testing.B) {
 		ps := newTables()
-		var buf []byte
 		for n := range keys {
-			buf = apply(b, ps, n, buf)
+			apply(b, ps, n)
 		}
 		n := keys
 		b.ReportAllocs()
 		for b.Loop() {
-			buf = apply(b, ps, n, buf)
+			apply(b, ps, n)
 			n++
 		}
 	})
