@@ -67,6 +67,9 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error
 		p.lastSnapshot = index
 		if fi, err := os.Stat(log.SnapshotPath(snaps.Dir(), index)); err == nil {
 			p.loadBytes += fi.Size()
+			// The next snapshot is due once the journal holds half of
+			// this one, as if it had been written since open.
+			p.lastSnapSize = fi.Size()
 		}
 		if i+1 < len(list) {
 			p.prevSnapshot = list[i+1]
