@@ -377,11 +377,7 @@ func waitSnapshotAt(t *testing.T, c *Coordinator, index uint64, within time.Dura
 // all the same, so the journal of the burst does not stay until the next
 // request.
 func TestSnapshotHeldByTheIntervalIsTakenAfterIt(t *testing.T) {
-	opts := testOptions()
-	opts.Partitions = 1
-	opts.SnapshotBytes = 1 // the floor: a few KiB
-	opts.SnapshotInterval = 300 * time.Millisecond
-	opts.UnsafeNoSync = true // the files are the same; only the test is faster
+	opts := timedSnapshotOptions(1, 300*time.Millisecond)
 	c := mustOpen(t, t.TempDir(), opts)
 	defer c.Close()
 	commitN(t, c, 50, 5, 0)

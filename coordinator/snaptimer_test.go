@@ -21,6 +21,18 @@ func checkState(t *testing.T, c *Coordinator, groups int, want int64) {
 	}
 }
 
+// timedSnapshotOptions are test options whose partitions snapshot once
+// they appended a few KiB (the floor), at most once per interval, without
+// fsyncs (the files are the same; only the test is faster).
+func timedSnapshotOptions(partitions int, interval time.Duration) Options {
+	opts := testOptions()
+	opts.Partitions = partitions
+	opts.UnsafeNoSync = true
+	opts.SnapshotBytes = 1
+	opts.SnapshotInterval = interval
+	return opts
+}
+
 // TestOpenCloseLoopWithReplayedTail reopens a store whose journal tail
 // makes a snapshot due at once, and closes it at once, many times, with
 // commits between some rounds: every Close is quick and returns no error,
@@ -77,11 +89,7 @@ func TestOpenCloseLoopWithReplayedTail(t *testing.T) {
 // broken.
 func TestBurstIdleCloseAroundTheTimer(t *testing.T) {
 	dir := t.TempDir()
-	opts := testOptions()
-	opts.Partitions = 2
-	opts.UnsafeNoSync = true
-	opts.SnapshotBytes = 1
-	opts.SnapshotInterval = 40 * time.Millisecond
+	opts := timedSnapshotOptions(2, 40*time.Millisecond)
 	last := int64(-1)
 	for i := range 30 {
 		c := mustOpen(t, dir, opts)
@@ -124,9 +132,7 @@ func TestSnapshotIntervalVariants(t *testing.T) {
 			c := mustOpen(t, dir, opts)
 			var wg sync.WaitGroup
 			for w := range 3 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for r := range 30 {
 						for g := range 20 {
 							name := fmt.Sprintf("g%03d", w*20+g)
@@ -141,7 +147,7 @@ func TestSnapshotIntervalVariants(t *testing.T) {
 							}
 						}
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			time.Sleep(20 * time.Millisecond)
@@ -162,11 +168,7 @@ func TestSnapshotIntervalVariants(t *testing.T) {
 // state at every open.
 func TestRestartWithASmallTailDoesNotRewriteABigState(t *testing.T) {
 	dir := t.TempDir()
-	opts := testOptions()
-	opts.Partitions = 1
-	opts.UnsafeNoSync = true
-	opts.SnapshotBytes = 1 // the floor, 4 KiB
-	opts.SnapshotInterval = -1
+	opts := timedSnapshotOptions(1, -1)
 	c := mustOpen(t, dir, opts)
 	ctx := context.Background()
 	for g := range 4000 {
@@ -201,18 +203,12 @@ func TestRestartWithASmallTailDoesNotRewriteABigState(t *testing.T) {
 // direct committers under the partition's lock), then reopens it.
 func TestCloseDuringTrafficWithTimers(t *testing.T) {
 	dir := t.TempDir()
-	opts := testOptions()
-	opts.Partitions = 2
-	opts.UnsafeNoSync = true
-	opts.SnapshotBytes = 1
-	opts.SnapshotInterval = 3 * time.Millisecond
+	opts := timedSnapshotOptions(2, 3*time.Millisecond)
 	for round := range 8 {
 		c := mustOpen(t, dir, opts)
 		var wg sync.WaitGroup
 		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for i := 0; ; i++ {
 					err := c.Commit(context.Background(), fmt.Sprintf("w%d-%d", w, i%50), []OffsetCommit{{Topic: "t", Partition: int32(i % 5), Offset: int64(i), Metadata: "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"}})
 					if err != nil {
@@ -224,7 +220,7 @@ func TestCloseDuringTrafficWithTimers(t *testing.T) {
 						}
 					}
 				}
-			}()
+			})
 		}
 		time.Sleep(time.Duration(20+round*15) * time.Millisecond)
 		if err := c.Close(); err != nil {
