@@ -358,19 +358,6 @@ func TestSnapshotWhileBatchesInFlight(t *testing.T) {
 	}
 }
 
-// waitSnapshotAt waits until partition 0's newest snapshot covers index,
-// and fails after within.
-func waitSnapshotAt(t *testing.T, c *Coordinator, index uint64, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for c.Stats()[0].SnapshotIndex < index {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v the newest snapshot covers %d, not the journal's last index %d", within, c.Stats()[0].SnapshotIndex, index)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestSnapshotHeldByTheIntervalIsTakenAfterIt: a burst of commits makes a
 // snapshot due by its bytes while SnapshotInterval holds it back, and no
 // request follows the burst. The snapshot is taken once the interval ends
@@ -378,17 +365,24 @@ func waitSnapshotAt(t *testing.T, c *Coordinator, index uint64, within time.Dura
 // request.
 func TestSnapshotHeldByTheIntervalIsTakenAfterIt(t *testing.T) {
 	opts := timedSnapshotOptions(1, 300*time.Millisecond)
+	finished := watchSnapshots(&opts)
 	c := mustOpen(t, t.TempDir(), opts)
 	defer c.Close()
-	commitN(t, c, 50, 5, 0)
-	waitSnapshotAt(t, c, 1, 5*time.Second) // the first, at once
+	commitN(t, c, 50, 5, 0) // the first snapshot, at once
+	c.settleSnapshots(t, finished, 5*time.Second)
+	if c.Stats()[0].SnapshotIndex == 0 {
+		t.Fatal("no snapshot after the first commits")
+	}
 	start := time.Now()
 	commitN(t, c, 50, 10, 100) // due again by its bytes, within the interval
 	last := c.journal.LastIndex()
 	if c.Stats()[0].SnapshotIndex >= last {
 		t.Fatal("the burst's snapshot was taken before the interval ended")
 	}
-	waitSnapshotAt(t, c, last, 5*time.Second)
+	c.settleSnapshots(t, finished, 5*time.Second)
+	if got := c.Stats()[0].SnapshotIndex; got < last {
+		t.Fatalf("with nothing left to wait for, the newest snapshot covers %d, not the journal's last index %d", got, last)
+	}
 	if took := time.Since(start); took < opts.SnapshotInterval/2 {
 		t.Fatalf("the burst was snapshotted after %v, well within the interval", took)
 	}
@@ -411,10 +405,14 @@ func TestRestartSnapshotsWhatItReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.SnapshotBytes = 1
+	finished := watchSnapshots(&opts)
 	c = mustOpen(t, dir, opts)
 	defer c.Close()
 	if n := c.Stats()[0].LoadRecords; n < 500 {
 		t.Fatalf("replayed %d records, want the 500 committed", n)
 	}
-	waitSnapshotAt(t, c, last, 5*time.Second)
+	c.settleSnapshots(t, finished, 5*time.Second)
+	if got := c.Stats()[0].SnapshotIndex; got < last {
+		t.Fatalf("with nothing left to wait for, the newest snapshot covers %d, not the journal's last index %d", got, last)
+	}
 }

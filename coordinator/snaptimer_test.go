@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -57,8 +58,8 @@ func TestOpenCloseLoopWithReplayedTail(t *testing.T) {
 			commitN(t, c, 200, 1, last+1)
 			last++
 		}
-		if i%3 == 0 {
-			time.Sleep(time.Duration(i%7) * time.Millisecond)
+		if i%2 == 0 {
+			c.waitSnapshots(t) // close after the snapshot the open began, or while it runs
 		}
 		if err := c.Close(); err != nil {
 			t.Fatalf("round %d: Close: %v", i, err)
@@ -83,24 +84,26 @@ func TestOpenCloseLoopWithReplayedTail(t *testing.T) {
 }
 
 // TestBurstIdleCloseAroundTheTimer commits a burst that makes a snapshot
-// due within the interval, then closes at times around the interval's
-// end, so the timer fires before, during or after Close; then reopens and
-// checks the state, and that a snapshot goroutine or timer left nothing
-// broken.
+// due within the interval, then closes, in turn, at once (the timer is
+// armed: Close stops it) and once the timer fired and its snapshot is
+// done; then reopens and checks the state, and that a snapshot goroutine
+// or timer left nothing broken.
 func TestBurstIdleCloseAroundTheTimer(t *testing.T) {
 	dir := t.TempDir()
 	opts := timedSnapshotOptions(2, 40*time.Millisecond)
+	finished := watchSnapshots(&opts)
 	last := int64(-1)
 	for i := range 30 {
 		c := mustOpen(t, dir, opts)
 		commitN(t, c, 60, 3, last+1)
 		last += 3
-		time.Sleep(time.Duration(i*3) * time.Millisecond) // 0..87ms around the 40ms interval
+		if i%2 == 1 {
+			c.settleSnapshots(t, finished, 5*time.Second)
+		}
 		if err := c.Close(); err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // timers of closed stores fire
 	c := mustOpen(t, dir, opts)
 	defer c.Close()
 	checkState(t, c, 60, last)
@@ -150,7 +153,6 @@ func TestSnapshotIntervalVariants(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			time.Sleep(20 * time.Millisecond)
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -206,6 +208,10 @@ func TestCloseDuringTrafficWithTimers(t *testing.T) {
 	opts := timedSnapshotOptions(2, 3*time.Millisecond)
 	for round := range 8 {
 		c := mustOpen(t, dir, opts)
+		// Close comes once the committers made a number of commits that
+		// grows with the round.
+		var acked atomic.Int64
+		enough := make(chan struct{})
 		var wg sync.WaitGroup
 		for w := range 4 {
 			wg.Go(func() {
@@ -213,6 +219,9 @@ func TestCloseDuringTrafficWithTimers(t *testing.T) {
 					err := c.Commit(context.Background(), fmt.Sprintf("w%d-%d", w, i%50), []OffsetCommit{{Topic: "t", Partition: int32(i % 5), Offset: int64(i), Metadata: "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"}})
 					if err != nil {
 						return
+					}
+					if acked.Add(1) == int64(100*(round+1)) {
+						close(enough)
 					}
 					if w == 0 && i%97 == 0 {
 						if err := c.Snapshot(context.Background()); err != nil {
@@ -222,7 +231,7 @@ func TestCloseDuringTrafficWithTimers(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(20+round*15) * time.Millisecond)
+		<-enough
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
