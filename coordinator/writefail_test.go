@@ -21,16 +21,17 @@ const writeFailDirEnv = "OFFSETD_WRITEFAIL_DIR"
 // limit is raised commits must succeed and read back right, also after a
 // reopen.
 func TestWriteFailure(t *testing.T) {
-	if os.Getenv(writeFailDirEnv) != "" {
-		t.Skip("child")
-	}
 	runChild(t, "TestWriteFailureChild", writeFailDirEnv)
 }
 
 // runChild runs the test named child in a child process of this test
 // binary, with env naming a fresh directory, and fails unless it passes.
+// In the child itself (env is set) it skips the calling test.
 func runChild(t *testing.T, child, env string) {
 	t.Helper()
+	if os.Getenv(env) != "" {
+		t.Skip("child")
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
 	cmd.Env = append(os.Environ(), env+"="+t.TempDir())
 	out, err := cmd.CombinedOutput()
@@ -65,11 +66,19 @@ func limitFileSize(t *testing.T) (lift func()) {
 	}
 }
 
-func TestWriteFailureChild(t *testing.T) {
-	dir := os.Getenv(writeFailDirEnv)
+// childDir returns the directory of a child test that runChild runs, and
+// skips the test when it runs as an ordinary one.
+func childDir(t *testing.T, env string) string {
+	t.Helper()
+	dir := os.Getenv(env)
 	if dir == "" {
-		t.Skip("run by TestWriteFailure")
+		t.Skip("run in a child process by its parent test")
 	}
+	return dir
+}
+
+func TestWriteFailureChild(t *testing.T) {
+	dir := childDir(t, writeFailDirEnv)
 	opts := testOptions()
 	opts.Partitions = 1
 	opts.SegmentSize = 4 << 20 // the limit is hit inside one segment

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,17 +19,11 @@ const writeFailMixDirEnv = "OFFSETD_WRITEFAILMIX_DIR"
 // journal's error, its ctx's, or its own; none may hang; a failed commit
 // must never show, then or after a reopen.
 func TestWriteFailureMix(t *testing.T) {
-	if os.Getenv(writeFailMixDirEnv) != "" {
-		t.Skip("child")
-	}
 	runChild(t, "TestWriteFailureMixChild", writeFailMixDirEnv)
 }
 
 func TestWriteFailureMixChild(t *testing.T) {
-	dir := os.Getenv(writeFailMixDirEnv)
-	if dir == "" {
-		t.Skip("run by TestWriteFailureMix")
-	}
+	dir := childDir(t, writeFailMixDirEnv)
 	opts := testOptions()
 	opts.Partitions = 2
 	opts.SegmentSize = 4 << 20 // the limit is hit inside one segment
