@@ -78,7 +78,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	}
 	asked := len(p.snapWaiting) > 0 || p.snapPinning
 	due := p.snapshotBytes >= 0 && p.sinceSnapshot >= max(p.snapshotBytes, p.lastSnapSize/snapshotRatio)
-	if wait := p.snapInterval - time.Since(p.lastSnapAt); due && p.snapInterval >= 0 && wait > 0 {
+	if wait := p.snapInterval - time.Since(p.lastSnapAt); due && wait > 0 {
 		due = false
 		p.snapshotIn(wait)
 	}
