@@ -59,11 +59,12 @@ func TestStopUnderLoad(t *testing.T) {
 		// Values grow across rounds, so that a commit of an earlier round
 		// that comes back would show.
 		// A writer or reader that fails (the server stopped) waits for the
-		// round's end: each writer leaves at most one commit of unknown
-		// outcome, the one the stop cut off.
+		// round's end, and the load is halted before they go on: each
+		// writer leaves at most one commit of unknown outcome, the one the
+		// stop cut off.
 		halted := make(chan struct{})
 		var cut atomic.Int64
-		stop := h.LoadFrom(int64(round)*1_000_000, groups, 1,
+		load := h.LoadFrom(int64(round)*1_000_000, groups, 1,
 			func(_ int, g string, v int64) error {
 				_, err := c.Commit(ctx, g, -1, []client.OffsetCommit{{Topic: "t", Offset: v, LeaderEpoch: -1}})
 				if err != nil {
@@ -83,9 +84,13 @@ func TestStopUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		status := s.stop()
+		load.Halt()
 		close(halted)
-		stop()
+		load.Stop()
 		t.Logf("round %d: %d commits acknowledged in all, %d cut off by the stop", round, h.Acked(), cut.Load())
+		if n := cut.Load(); n > int64(len(groups)) {
+			t.Fatalf("round %d: %d commits cut off by the stop, more than one per writer", round, n)
+		}
 		if status != 0 {
 			t.Fatalf("round %d: serve exited with %d after its stop:\n%s", round, status, s.stderr)
 		}

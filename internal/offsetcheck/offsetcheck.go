@@ -189,22 +189,42 @@ var model = porcupine.Model{
 // (to spread calls over nodes, say); read returns -1 for a group with no
 // offset. The returned stop ends the load and waits for it.
 func (h *History) Load(groups []string, readers int, commit func(n int, group string, value int64) error, read func(n int, group string) (int64, error)) (stop func()) {
-	return h.LoadFrom(0, groups, readers, commit, read)
+	return h.LoadFrom(0, groups, readers, commit, read).Stop
+}
+
+// A Run is a load under way.
+type Run struct {
+	done chan struct{}
+	halt sync.Once
+	wg   sync.WaitGroup
+}
+
+// Halt tells the load's goroutines to make no more calls, and returns at
+// once: calls under way go on until they return. A test that holds its
+// callbacks back while the system is down halts the load before it lets
+// them go, so that each goroutine leaves at most one call of unknown
+// outcome instead of a run of failures, each open until the end of the
+// history (which porcupine must then place).
+func (r *Run) Halt() { r.halt.Do(func() { close(r.done) }) }
+
+// Stop halts the load and waits for its calls to return.
+func (r *Run) Stop() {
+	r.Halt()
+	r.wg.Wait()
 }
 
 // LoadFrom is Load with the writers committing first, first+1, ...: a
 // load that follows another starts above the values the earlier one
 // committed, so that its groups' offsets keep growing.
-func (h *History) LoadFrom(first int64, groups []string, readers int, commit func(n int, group string, value int64) error, read func(n int, group string) (int64, error)) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
+func (h *History) LoadFrom(first int64, groups []string, readers int, commit func(n int, group string, value int64) error, read func(n int, group string) (int64, error)) *Run {
+	r := &Run{done: make(chan struct{})}
 	loop := func(fn func(n int)) {
-		wg.Add(1)
+		r.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer r.wg.Done()
 			for n := 0; ; n++ {
 				select {
-				case <-done:
+				case <-r.done:
 					return
 				default:
 				}
@@ -220,17 +240,14 @@ func (h *History) LoadFrom(first int64, groups []string, readers int, commit fun
 			h.Commit(i, g, v, call, err == nil)
 		})
 	}
-	for r := range readers {
+	for k := range readers {
 		loop(func(n int) {
-			g := groups[(n+r)%len(groups)]
+			g := groups[(n+k)%len(groups)]
 			call := h.Call()
 			if got, err := read(n, g); err == nil { // a failed read has no effect
-				h.Read(len(groups)+r, g, got, call)
+				h.Read(len(groups)+k, g, got, call)
 			}
 		})
 	}
-	return func() {
-		close(done)
-		wg.Wait()
-	}
+	return r
 }
