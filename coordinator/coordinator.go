@@ -315,7 +315,8 @@ type PartitionStats struct {
 	// file and the payloads of the journal records it replayed.
 	LoadBytes int64
 	// SnapshotIndex is the journal index the partition's newest snapshot
-	// written since open covers, and SnapshotBytes its size; 0 before one.
+	// covers (the one it loaded at open, or one written since), and
+	// SnapshotBytes its size; 0 while it has none.
 	SnapshotIndex uint64
 	SnapshotBytes int64
 }

@@ -65,11 +65,14 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error
 			continue
 		}
 		p.lastSnapshot = index
+		p.snapshotIndex.Store(index)
 		if fi, err := os.Stat(log.SnapshotPath(snaps.Dir(), index)); err == nil {
 			p.loadBytes += fi.Size()
 			// The next snapshot is due once the journal holds half of
-			// this one, as if it had been written since open.
+			// this one, and the journal's budget counts it, as if it had
+			// been written since open.
 			p.lastSnapSize = fi.Size()
+			p.snapshotSize.Store(fi.Size())
 		}
 		if i+1 < len(list) {
 			p.prevSnapshot = list[i+1]

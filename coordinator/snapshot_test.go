@@ -416,3 +416,32 @@ func TestRestartSnapshotsWhatItReplayed(t *testing.T) {
 		t.Fatalf("with nothing left to wait for, the newest snapshot covers %d, not the journal's last index %d", got, last)
 	}
 }
+
+// TestStatsNameTheLoadedSnapshot: after a restart the partition's newest
+// snapshot is the one it loaded, for Stats (and so for the metrics and
+// the journal's budget) as for the snapshot trigger, not none until the
+// next one is written.
+func TestStatsNameTheLoadedSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions()
+	opts.Partitions = 1
+	c := mustOpen(t, dir, opts)
+	commitN(t, c, 50, 4, 0)
+	if err := c.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Stats()[0]
+	if before.SnapshotIndex == 0 || before.SnapshotBytes == 0 {
+		t.Fatalf("no snapshot after Snapshot: %+v", before)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = mustOpen(t, dir, opts)
+	defer c.Close()
+	after := c.Stats()[0]
+	if after.SnapshotIndex != before.SnapshotIndex || after.SnapshotBytes != before.SnapshotBytes {
+		t.Fatalf("after the restart Stats names snapshot %d of %d bytes, want the one loaded: %d of %d bytes",
+			after.SnapshotIndex, after.SnapshotBytes, before.SnapshotIndex, before.SnapshotBytes)
+	}
+}

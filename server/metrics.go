@@ -30,7 +30,6 @@ type Metrics struct {
 	requestLatency *prometheus.HistogramVec
 	snapshots      *prometheus.CounterVec
 	snapshotTime   prometheus.Histogram
-	snapshotBytes  *prometheus.GaugeVec
 	truncations    *prometheus.CounterVec
 	expiredGroups  prometheus.Counter
 	journalCalls   prometheus.Histogram
@@ -108,10 +107,6 @@ func NewMetrics() *Metrics {
 			Help:    "Time to write one partition snapshot.",
 			Buckets: prometheus.ExponentialBuckets(1e-3, 4, 10), // 1ms to ~4min
 		}),
-		snapshotBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "offsetd_snapshot_bytes",
-			Help: "Size of the internal partition's newest snapshot.",
-		}, []string{"partition"}),
 		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offsetd_log_truncations_total",
 			Help: "Log fronts dropped after a snapshot, by result (ok or error).",
@@ -161,7 +156,6 @@ func (m *Metrics) ObserveSnapshot(partition int, bytes int64, took time.Duration
 	m.snapshots.WithLabelValues(result(err)).Inc()
 	if err == nil {
 		m.snapshotTime.Observe(took.Seconds())
-		m.snapshotBytes.WithLabelValues(strconv.Itoa(partition)).Set(float64(bytes))
 	}
 }
 
@@ -247,7 +241,7 @@ func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator
 	cs := []prometheus.Collector{
 		m.commits, m.commitLatency, m.batchRequests, m.batchBytes, m.appendLatency, m.appendFailures,
 		m.cacheHits, m.cacheMisses, m.requests, m.requestLatency,
-		m.snapshots, m.snapshotTime, m.snapshotBytes, m.truncations, m.expiredGroups,
+		m.snapshots, m.snapshotTime, m.truncations, m.expiredGroups,
 		m.journalCalls, m.journalParts, m.journalRecords, m.journalSync, m.journalFails, partitionCollector{c},
 		m.kafka.requests, m.kafka.latency,
 	}
@@ -324,13 +318,15 @@ var (
 		"How long loading took at open (snapshots, then one pass over the journal for every partition).", []string{"partition"}, nil)
 	descLoadRecords = prometheus.NewDesc("offsetd_partition_load_records",
 		"Log entries the internal partition replayed at open.", []string{"partition"}, nil)
+	descSnapshotBytes = prometheus.NewDesc("offsetd_snapshot_bytes",
+		"Size of the internal partition's newest snapshot, the one it loaded at open or one written since (0 while it has none).", []string{"partition"}, nil)
 	descForced = prometheus.NewDesc("offsetd_static_topic_forced_changes_total",
 		"Static-topic changes (puts, imports, trims) whose force overrode the sealed-history or readers check, since the coordinator opened.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (p partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReady, descKeys, descGroups, descMappings, descLoadSeconds, descLoadRecords, descForced} {
+	for _, d := range []*prometheus.Desc{descReady, descKeys, descGroups, descMappings, descLoadSeconds, descLoadRecords, descSnapshotBytes, descForced} {
 		ch <- d
 	}
 }
@@ -353,5 +349,6 @@ func (p partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMappings, prometheus.GaugeValue, float64(st.Mappings), part)
 		ch <- prometheus.MustNewConstMetric(descLoadSeconds, prometheus.GaugeValue, st.LoadTime.Seconds(), part)
 		ch <- prometheus.MustNewConstMetric(descLoadRecords, prometheus.GaugeValue, float64(st.LoadRecords), part)
+		ch <- prometheus.MustNewConstMetric(descSnapshotBytes, prometheus.GaugeValue, float64(st.SnapshotBytes), part)
 	}
 }

@@ -114,6 +114,9 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("no %s", series)
 		}
 	}
+	if got, want := m[`offsetd_snapshot_bytes{partition="0"}`], float64(e.c.Stats()[0].SnapshotBytes); got != want {
+		t.Errorf("offsetd_snapshot_bytes = %v, Stats says %v", got, want)
+	}
 }
 
 // One Metrics serves one Server.
