@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -154,6 +155,10 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	}()
 }
 
+// errSnapshotStopped ends a snapshot that Close cut short: the callers of
+// Snapshot waiting for it are told the coordinator closed.
+var errSnapshotStopped = fmt.Errorf("%w: the snapshot was stopped before it was written", ErrClosed)
+
 // writeSnapshot writes the tables as of index (at least) to a snapshot file.
 // It runs beside the partition's writes and takes only short read locks.
 func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, error) {
@@ -177,7 +182,7 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 			select {
 			case <-stop:
 				w.Abort()
-				return 0, errStopped
+				return 0, errSnapshotStopped
 			default:
 			}
 		}
@@ -228,7 +233,7 @@ func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 	}
 	if res.err != nil {
 		p.answerSnapshot(res.err)
-		if !errors.Is(res.err, errStopped) {
+		if !errors.Is(res.err, errSnapshotStopped) {
 			p.logger.Error("snapshot failed; the journal keeps growing until one succeeds", "partition", p.id, "err", res.err)
 		}
 		return

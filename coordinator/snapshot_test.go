@@ -445,3 +445,25 @@ func TestStatsNameTheLoadedSnapshot(t *testing.T) {
 			after.SnapshotIndex, after.SnapshotBytes, before.SnapshotIndex, before.SnapshotBytes)
 	}
 }
+
+// TestSnapshotStoppedByCloseSaysClosed: a snapshot that Close stops answers
+// its callers with ErrClosed (which the server maps to 503), not with the
+// loader's "stopped while loading", and leaves no snapshot file.
+func TestSnapshotStoppedByCloseSaysClosed(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions()
+	opts.Partitions = 1
+	opts.SnapshotBytes = NoSnapshots
+	c := mustOpen(t, dir, opts)
+	defer c.Close()
+	commitN(t, c, 10, 1, 0)
+	stop := make(chan struct{})
+	close(stop)
+	p := c.parts[0]
+	if _, err := p.writeSnapshot(c.journal.LastIndex(), stop); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a stopped snapshot says %v, want ErrClosed", err)
+	}
+	if list, err := p.snaps.List(); err != nil || len(list) != 0 {
+		t.Fatalf("a stopped snapshot left snapshots %v (%v)", list, err)
+	}
+}
