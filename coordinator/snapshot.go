@@ -138,14 +138,15 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 		}
 		res.took = time.Since(start)
 		if res.err == nil {
-			// The newest and the previous snapshot stay. Then the journal
+			// The newest and the previous snapshot stay (and no damaged
+			// one between them, which the load skipped). Then the journal
 			// may drop what no partition needs; unlinking files can take
 			// milliseconds each, so it is done here, off the writer.
 			if p.rep == nil {
 				p.keepFrom.Store(prev + 1)
 			}
 			if prev != 0 {
-				res.removeErr = p.snaps.RemoveBefore(prev)
+				res.removeErr = p.snaps.Prune(index, prev)
 			}
 			if p.onSnapshot != nil {
 				p.onSnapshot()

@@ -467,3 +467,53 @@ func TestSnapshotStoppedByCloseSaysClosed(t *testing.T) {
 		t.Fatalf("a stopped snapshot left snapshots %v (%v)", list, err)
 	}
 }
+
+// TestFallbackThenSnapshotDropsTheDamagedOne: after Open fell back past a
+// damaged newest snapshot, the next snapshot removes the damaged file with
+// the older ones it no longer needs. Left there, it would lie between the
+// newest and the good snapshot before it, and pass, after one more
+// restart, for the snapshot to fall back to: the journal behind the good
+// one could then go.
+func TestFallbackThenSnapshotDropsTheDamagedOne(t *testing.T) {
+	dir := t.TempDir()
+	opts := oneShardOptions()
+	c := mustOpen(t, dir, opts)
+	ctx := context.Background()
+	for base := range 2 {
+		commitN(t, c, 10, 30, int64(base*100))
+		if err := c.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotFiles(t, dir) // oldest first
+	if len(before) != 2 {
+		t.Fatalf("snapshot files %v", before)
+	}
+	damageFile(t, before[1], func(b []byte) []byte { return b[:len(b)/2] })
+
+	c = mustOpen(t, dir, opts) // falls back to the older snapshot
+	good := c.Stats()[0].SnapshotIndex
+	commitN(t, c, 10, 30, 200)
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := dumpState(t, c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshotFiles(t, dir); len(after) != 2 || after[0] != before[0] {
+		t.Fatalf("snapshot files after the fallback and a new snapshot: %v, want the one loaded (%s) and the new one", after, before[0])
+	}
+
+	c = mustOpen(t, dir, opts)
+	defer c.Close()
+	if prev := c.parts[0].prevSnapshot; prev != good {
+		t.Fatalf("the snapshot to fall back to is %d, want %d, the good one loaded before", prev, good)
+	}
+	if got := dumpState(t, c); got != want {
+		t.Fatalf("state after the restart differs:\n got %s\nwant %s", got, want)
+	}
+}

@@ -325,10 +325,13 @@ func readSnapshot(path string, partition int, fn func(typ byte, payload []byte) 
 	}
 }
 
-// RemoveBefore deletes every snapshot older than index and syncs the
-// directory.
-func (l *Snapshots) RemoveBefore(index uint64) error {
-	return l.remove(func(i uint64) bool { return i < index })
+// Prune deletes every snapshot older than newest but previous (0: none
+// kept), and syncs the directory. A partition keeps its newest snapshot
+// and the one before it to fall back to; a snapshot between the two is
+// one that did not read back whole when the partition loaded, and would
+// otherwise pass for the one to fall back to after the next restart.
+func (l *Snapshots) Prune(newest, previous uint64) error {
+	return l.remove(func(i uint64) bool { return i < newest && i != previous })
 }
 
 // RemoveAfter deletes every snapshot newer than index and syncs the

@@ -67,11 +67,19 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err != nil || index != 42 || n != len(entries) {
 		t.Fatalf("ReadSnapshotFile = %d %d %v", index, n, err)
 	}
-	if err := l.RemoveBefore(42); err != nil {
+	writeSnapshot(t, l, 7, entries[:1])
+	writeSnapshot(t, l, 60, entries[:1])
+	if err := l.Prune(100, 42); err != nil {
 		t.Fatal(err)
 	}
 	if idx, _ := l.List(); !slices.Equal(idx, []uint64{100, 42}) {
-		t.Fatalf("after RemoveSnapshotsBefore(42): %v", idx)
+		t.Fatalf("after Prune(100, 42): %v", idx)
+	}
+	if err := l.Prune(100, 0); err != nil {
+		t.Fatal(err)
+	}
+	if idx, _ := l.List(); !slices.Equal(idx, []uint64{100}) {
+		t.Fatalf("after Prune(100, 0): %v", idx)
 	}
 }
 
