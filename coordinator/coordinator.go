@@ -54,7 +54,7 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if err := makeDir(dir, opts.syncDir); err != nil {
+	if err := log.MakeDir(dir, opts.syncDir); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(dir)

@@ -234,26 +234,6 @@ func writeFileAtomic(path string, data []byte) error {
 	return log.SyncDir(filepath.Dir(path))
 }
 
-// makeDir creates dir and its missing parents, syncing the parent of each
-// directory it creates: without that a machine crash right after Open can
-// lose the directory's entry, and every commit acknowledged in it.
-func makeDir(dir string, sync func(dir string) error) error {
-	dir = filepath.Clean(dir)
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := makeDir(parent, sync); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	return sync(parent)
-}
-
 // lockDir takes an exclusive lock on dir so that two processes never write
 // the same logs. The kernel drops it when the process dies.
 func lockDir(dir string) (*os.File, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -139,7 +138,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: empty directory name", ErrInvalid)
 	}
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("partition", opts.Partition)}
-	if err := makeDir(dir); err != nil {
+	if err := MakeDir(dir, SyncDir); err != nil {
 		return nil, l.errorf("open: %w", err)
 	}
 	clean, err := readCleanMarker(dir)
@@ -157,17 +156,6 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 	}
 	return l, nil
-}
-
-// makeDir creates dir and makes its entry in the parent durable.
-func makeDir(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
-	return SyncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
 // openWAL prepares the directory (finished truncations, repaired tail,

@@ -69,6 +69,32 @@ func TestOpenCreatesNestedDir(t *testing.T) {
 	mustClose(t, l)
 }
 
+// TestMakeDirSyncsEveryNewEntry: MakeDir syncs the parent of every
+// directory it creates, not only the last one's: a snapshots directory
+// made with its partition's directory inside must be durable in the data
+// directory too. (The power-loss test sees it: its filesystem undoes a
+// directory made without a sync of its parent.)
+func TestMakeDirSyncsEveryNewEntry(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data", "snapshots", "p0003")
+	var synced []string
+	record := func(d string) error {
+		synced = append(synced, d)
+		return SyncDir(d)
+	}
+	if err := MakeDir(dir, record); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{root, filepath.Join(root, "data"), filepath.Join(root, "data", "snapshots")}
+	if !slices.Equal(synced, want) {
+		t.Fatalf("synced %v, want each new directory's parent, outermost first: %v", synced, want)
+	}
+	synced = nil
+	if err := MakeDir(dir, record); err != nil || len(synced) != 0 {
+		t.Fatalf("MakeDir of an existing directory: %v, synced %v", err, synced)
+	}
+}
+
 // TestAppendReplay writes batches of every size over many small segments,
 // replays from every index, reopens, and goes on appending.
 func TestAppendReplay(t *testing.T) {

@@ -278,6 +278,28 @@ func findFrame(data []byte, from int, after uint64) int {
 	return -1
 }
 
+// MakeDir creates dir and its missing parents, each made durable in its
+// parent with sync (SyncDir, but for tests) before the next is created:
+// without that a machine crash right after can lose a directory's entry,
+// and with it everything written inside. A directory another goroutine
+// creates meanwhile is no error.
+func MakeDir(dir string, sync func(dir string) error) error {
+	dir = filepath.Clean(dir)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MakeDir(parent, sync); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return sync(parent)
+}
+
 // SyncDir makes creations, renames and removals in dir durable (wal never
 // does it; the data directory's other files need it too).
 func SyncDir(dir string) error {

@@ -64,7 +64,7 @@ type Snapshots struct {
 // OpenSnapshots returns the snapshots of partition in dir, creating dir
 // (durably) if needed.
 func OpenSnapshots(dir string, partition int) (*Snapshots, error) {
-	if err := makeDir(dir); err != nil {
+	if err := MakeDir(dir, SyncDir); err != nil {
 		return nil, fmt.Errorf("log: partition %d: snapshots: %w", partition, err)
 	}
 	return &Snapshots{dir: dir, partition: partition}, nil
