@@ -61,6 +61,7 @@ func powerLoss(t *testing.T, cycles int, noSync bool) error {
 		env = append(env, crashNoSyncEnv+"=1")
 	}
 	var met, pages, written int // cuts that met unsynced pages, the pages, those written
+	var names int               // changes of names the cuts undid (their directory not synced)
 	start := time.Now()
 	for cycle := range cycles {
 		fsys, err := powercut.Mount(backing, mnt)
@@ -83,7 +84,7 @@ func powerLoss(t *testing.T, cycles int, noSync bool) error {
 		if cut.Pages > 0 {
 			met++
 		}
-		pages, written = pages+cut.Pages, written+cut.Written
+		pages, written, names = pages+cut.Pages, written+cut.Written, names+cut.Names
 		c, err := Open(filepath.Join(backing, "data"), crashOptions())
 		if err != nil {
 			return fmt.Errorf("cycle %d: open after a power cut (%v, %d of %d unsynced pages written): %w", cycle, mode, cut.Written, cut.Pages, err)
@@ -94,6 +95,6 @@ func powerLoss(t *testing.T, cycles int, noSync bool) error {
 			return fmt.Errorf("after a power cut (%v, %d of %d unsynced pages written): %w", mode, cut.Written, cut.Pages, err)
 		}
 	}
-	t.Logf("%d power cuts in %v; %d met unsynced pages: %d pages, %d of them written", cycles, time.Since(start).Round(time.Millisecond), met, pages, written)
+	t.Logf("%d power cuts in %v; %d met unsynced pages: %d pages, %d of them written; %d changes of names undone", cycles, time.Since(start).Round(time.Millisecond), met, pages, written, names)
 	return nil
 }

@@ -23,11 +23,15 @@
 //	... reopen from backing and check what was acknowledged ...
 //
 // What it models, and what it does not:
-//   - Lost and torn data pages, the common case of a power cut. Metadata
-//     operations (create, mkdir, rename, unlink, link, truncate, directory
-//     fsync) go straight to the backing directory and survive the cut even
-//     without a directory fsync: it does not model lost directory entries,
-//     nor a file whose size grew on disk while its data did not.
+//   - Lost and torn data pages, the common case of a power cut.
+//   - Lost changes of names: a file created, renamed or unlinked, or a
+//     directory made, is undone by the cut unless its directory was
+//     fsynced after the change (for a rename, the directory of the new
+//     name), as POSIX allows; fsyncing the file itself does not keep its
+//     name. A file that a rename replaced, or that was unlinked, comes
+//     back. Renames with flags, rmdir, link and truncate go straight to
+//     the backing directory and survive the cut. It does not model a
+//     file whose size grew on disk while its data did not.
 //   - Pages are all or nothing: no torn sectors inside a page, no bit rot.
 //
 // It needs /dev/fuse and the right to mount (root): Available says whether

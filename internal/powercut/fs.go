@@ -20,9 +20,14 @@ import (
 type FS struct {
 	server *fuse.Server
 
-	mu    sync.Mutex
-	files map[uint64]*dirtyFile // by backing inode number; guarded by mu
-	cut   bool                  // the power is off; guarded by mu
+	root  string // the backing directory
+	stash string // where files that changes took away are kept until a cut
+
+	mu      sync.Mutex
+	files   map[uint64]*dirtyFile // by backing inode number; guarded by mu
+	names   []nameChange          // changes of entries not yet durable, oldest first; guarded by mu
+	stashed int                   // files stashed so far; guarded by mu
+	cut     bool                  // the power is off; guarded by mu
 }
 
 // Mount mounts a powercut view of the directory backing on mountpoint.
@@ -36,7 +41,11 @@ func Mount(backing, mountpoint string) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("powercut: %w", err)
 	}
-	f := &FS{files: make(map[uint64]*dirtyFile)}
+	stash, err := os.MkdirTemp(filepath.Dir(backing), "powercut-stash-")
+	if err != nil {
+		return nil, fmt.Errorf("powercut: %w", err)
+	}
+	f := &FS{root: backing, stash: stash, files: make(map[uint64]*dirtyFile)}
 	// Nothing is cached in the kernel beyond one call: sizes of files with
 	// unsynced pages come from here, not from the backing file.
 	var zero time.Duration
@@ -52,14 +61,14 @@ func Mount(backing, mountpoint string) (*FS, error) {
 	}
 	f.server, err = fs.Mount(mountpoint, &node{LoopbackNode: root.(*fs.LoopbackNode), fs: f}, opts)
 	if err != nil {
-		return nil, fmt.Errorf("powercut: mount %s: %w", mountpoint, err)
+		return nil, errors.Join(fmt.Errorf("powercut: mount %s: %w", mountpoint, err), os.RemoveAll(stash))
 	}
 	return f, nil
 }
 
 // Unmount unmounts the filesystem. If the power was not cut it is a clean
 // shutdown: every unsynced page is then written to the backing files and
-// synced. Unmounting again does nothing.
+// synced, and every change of names stays. Unmounting again does nothing.
 func (f *FS) Unmount() error {
 	if err := f.server.Unmount(); err != nil {
 		return fmt.Errorf("powercut: unmount: %w", err)
@@ -72,8 +81,9 @@ func (f *FS) Unmount() error {
 		errs = append(errs, d.sync(), d.close())
 		delete(f.files, ino)
 	}
+	f.names = nil
 	f.cut = true
-	return errors.Join(errs...)
+	return errors.Join(append(errs, os.RemoveAll(f.stash))...)
 }
 
 // Mode says what a power cut does to the pages written since their file's
@@ -104,11 +114,14 @@ type Cut struct {
 	Files   int // files with unsynced pages
 	Pages   int // unsynced pages
 	Written int // of them, pages that reached the backing files
+	Names   int // changes of names undone (their directory was not synced)
 }
 
 // CutPower simulates a power failure: the unsynced pages are lost, or in
-// part written, as m says. From then on the filesystem refuses every change
-// with EIO; reads still work. It fails if the power was already cut.
+// part written, as m says, and every change of names (create, rename,
+// unlink, mkdir) whose directory was not fsynced after it is undone. From
+// then on the filesystem refuses every change with EIO; reads still work.
+// It fails if the power was already cut.
 func (f *FS) CutPower(m Mode) (Cut, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -133,6 +146,8 @@ func (f *FS) CutPower(m Mode) (Cut, error) {
 		errs = append(errs, d.writePages(survive), d.close())
 		delete(f.files, ino)
 	}
+	c.Names = len(f.names)
+	errs = append(errs, f.undoNames())
 	return c, errors.Join(errs...)
 }
 

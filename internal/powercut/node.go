@@ -2,6 +2,8 @@ package powercut
 
 import (
 	"context"
+	"errors"
+	"os"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -73,8 +75,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (ch *fs.Inode, h fs.FileHandle, fuseFlags uint32, errno syscall.Errno) {
 	var fh fs.FileHandle
 	errno = n.fs.change(func() syscall.Errno {
+		_, err := os.Lstat(n.backing(name))
+		isNew := errors.Is(err, os.ErrNotExist)
 		if ch, fh, fuseFlags, errno = n.LoopbackNode.Create(ctx, name, readable(flags), mode, out); errno != 0 {
 			return errno
+		}
+		if isNew {
+			n.fs.note(nameChange{kind: created, dir: n.rel(), name: name})
 		}
 		if d := n.fs.files[out.Ino]; d != nil { // an existing file
 			if flags&syscall.O_TRUNC != 0 {
@@ -101,10 +108,16 @@ func readable(flags uint32) uint32 {
 }
 
 // The remaining changes go straight to the backing directory, while the
-// power is on.
+// power is on; those a cut undoes unless their directory was synced are
+// noted (see nameChange).
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (ch *fs.Inode, errno syscall.Errno) {
-	errno = n.fs.change(func() syscall.Errno { ch, errno = n.LoopbackNode.Mkdir(ctx, name, mode, out); return errno })
+	errno = n.fs.change(func() syscall.Errno {
+		if ch, errno = n.LoopbackNode.Mkdir(ctx, name, mode, out); errno == 0 {
+			n.fs.note(nameChange{kind: madeDir, dir: n.rel(), name: name})
+		}
+		return errno
+	})
 	return ch, errno
 }
 
@@ -128,11 +141,39 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return n.fs.change(func() syscall.Errno { return n.LoopbackNode.Unlink(ctx, name) })
+	return n.fs.change(func() syscall.Errno {
+		stash, err := n.fs.stashFile(n.backing(name))
+		if err != nil {
+			return fs.ToErrno(err)
+		}
+		if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
+			return errno
+		}
+		if stash != "" {
+			n.fs.note(nameChange{kind: removed, dir: n.rel(), name: name, stash: stash})
+		}
+		return 0
+	})
 }
 
 // Rename keeps a file's unsynced pages with it: they are kept by the
-// backing file's inode, not by its name.
+// backing file's inode, not by its name. A plain rename (no flags) is
+// undone by a cut unless the new name's directory was synced after it,
+// and a file it replaced comes back.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return n.fs.change(func() syscall.Errno { return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags) })
+	return n.fs.change(func() syscall.Errno {
+		to, ok := newParent.(*node)
+		if flags != 0 || !ok {
+			return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+		}
+		stash, err := n.fs.stashFile(to.backing(newName))
+		if err != nil {
+			return fs.ToErrno(err)
+		}
+		if errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags); errno != 0 {
+			return errno
+		}
+		n.fs.note(nameChange{kind: renamed, dir: n.rel(), name: name, newDir: to.rel(), newName: newName, stash: stash})
+		return 0
+	})
 }

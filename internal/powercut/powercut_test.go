@@ -59,6 +59,27 @@ func fsync(t *testing.T, fh *os.File) {
 	}
 }
 
+func syncDir(t *testing.T, dir string) {
+	t.Helper()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -86,6 +107,7 @@ func TestDropAllLosesUnsyncedWrites(t *testing.T) {
 	write(t, fh, []byte("unsynced"), 4990) // over synced bytes and past the end
 	fb := create(t, filepath.Join(mnt, "b"))
 	write(t, fb, []byte("never synced"), 0)
+	syncDir(t, mnt) // both names are durable, b's data is not
 
 	c := cut(t, f, DropAll())
 	if c.Files != 2 || c.Written != 0 {
@@ -105,7 +127,7 @@ func TestDropAllLosesUnsyncedWrites(t *testing.T) {
 	if got := readFile(t, filepath.Join(backing, "a")); !bytes.Equal(got, synced) {
 		t.Errorf("a after the cut: %d bytes, want its %d synced bytes", len(got), len(synced))
 	}
-	// Its directory entry went straight through: the file is there, empty.
+	// Its directory entry was synced: the file is there, empty.
 	if got := readFile(t, filepath.Join(backing, "b")); len(got) != 0 {
 		t.Errorf("b after the cut: %q, want empty", got)
 	}
@@ -117,6 +139,7 @@ func TestSyncedWritesSurvive(t *testing.T) {
 	fh := create(t, filepath.Join(mnt, "a"))
 	write(t, fh, data, 0)
 	fsync(t, fh)
+	syncDir(t, mnt)
 	if c := cut(t, f, DropAll()); c.Pages != 0 {
 		t.Errorf("cut met %d dirty pages after fsync", c.Pages)
 	}
@@ -165,6 +188,7 @@ func TestTornPagesKeepsALaterPageAndLosesAnEarlier(t *testing.T) {
 	f, backing, mnt := mount(t)
 	const n = 16
 	write(t, create(t, filepath.Join(mnt, "a")), pages(n), 0) // one multi-page write, never synced
+	syncDir(t, mnt)                                           // but its name is
 
 	c := cut(t, f, TornPages(rand.New(rand.NewPCG(1, 2))))
 	if c.Pages != n || c.Written == 0 || c.Written == n {
@@ -227,5 +251,95 @@ func TestTruncateDropsDirtyPagesPastTheSize(t *testing.T) {
 	fsync(t, fh)
 	if got := readFile(t, filepath.Join(backing, "a")); !bytes.Equal(got, want) {
 		t.Errorf("backing file after fsync: %d bytes, differ from the %d expected", len(got), len(want))
+	}
+}
+
+// TestNamesNeedTheirDirectorySynced: a file created, renamed or removed,
+// or a directory made, since its directory's last fsync is undone by the
+// cut, even when the file itself was synced; once the directory is synced
+// the change stays.
+func TestNamesNeedTheirDirectorySynced(t *testing.T) {
+	f, backing, mnt := mount(t)
+	at := func(name string) string { return filepath.Join(mnt, name) }
+	// Synced names: kept, old, gone (removed) and sub/inner.
+	for _, name := range []string{"kept", "old", "gone"} {
+		fh := create(t, at(name))
+		write(t, fh, []byte(name), 0)
+		fsync(t, fh)
+	}
+	if err := os.Mkdir(at("sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, mnt)
+	fi := create(t, at("sub/inner"))
+	fsync(t, fi)
+	syncDir(t, at("sub"))
+	// Unsynced changes of names, their data synced.
+	fn := create(t, at("new"))
+	write(t, fn, []byte("new"), 0)
+	fsync(t, fn)
+	ft := create(t, at("tmp"))
+	write(t, ft, []byte("replacement"), 0)
+	fsync(t, ft)
+	if err := os.Rename(at("tmp"), at("old")); err != nil { // replaces old
+		t.Fatal(err)
+	}
+	if err := os.Remove(at("gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(at("dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A change in sub, whose own directory is synced: it stays.
+	fsub := create(t, at("sub/synced"))
+	fsync(t, fsub)
+	syncDir(t, at("sub"))
+
+	if c := cut(t, f, DropAll()); c.Names != 5 {
+		t.Errorf("cut undid %d changes of names, want 5 (new, tmp, the rename, the removal, dir)", c.Names)
+	}
+	for name, want := range map[string]bool{"kept": true, "old": true, "gone": true, "sub/inner": true, "sub/synced": true, "new": false, "tmp": false, "dir": false} {
+		if got := exists(t, filepath.Join(backing, name)); got != want {
+			t.Errorf("%s exists after the cut: %v, want %v", name, got, want)
+		}
+	}
+	if got := readFile(t, filepath.Join(backing, "old")); string(got) != "old" {
+		t.Errorf("old after the cut reads %q, want the file the rename replaced", got)
+	}
+	if got := readFile(t, filepath.Join(backing, "gone")); string(got) != "gone" {
+		t.Errorf("gone after the cut reads %q, want the removed file back", got)
+	}
+}
+
+// TestSyncedDirectoryKeepsItsChanges: the same changes, followed by a
+// fsync of their directory, all survive the cut.
+func TestSyncedDirectoryKeepsItsChanges(t *testing.T) {
+	f, backing, mnt := mount(t)
+	at := func(name string) string { return filepath.Join(mnt, name) }
+	for _, name := range []string{"old", "gone"} {
+		fsync(t, create(t, at(name)))
+	}
+	syncDir(t, mnt)
+	ft := create(t, at("tmp"))
+	write(t, ft, []byte("replacement"), 0)
+	fsync(t, ft)
+	if err := os.Rename(at("tmp"), at("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(at("gone")); err != nil {
+		t.Fatal(err)
+	}
+	fsync(t, create(t, at("new")))
+	syncDir(t, mnt)
+	if c := cut(t, f, DropAll()); c.Names != 0 {
+		t.Errorf("cut undid %d changes of names after the directory was synced", c.Names)
+	}
+	for name, want := range map[string]bool{"old": true, "new": true, "tmp": false, "gone": false} {
+		if got := exists(t, filepath.Join(backing, name)); got != want {
+			t.Errorf("%s exists after the cut: %v, want %v", name, got, want)
+		}
+	}
+	if got := readFile(t, filepath.Join(backing, "old")); string(got) != "replacement" {
+		t.Errorf("old reads %q, want the renamed file", got)
 	}
 }
