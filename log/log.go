@@ -106,6 +106,9 @@ type Log struct {
 	poisoned  atomic.Bool
 	empty     bool // the log holds no batch
 	cycled    int  // segments wal created since it was opened
+	// dirUnsynced is set, with UnsafeNoSync, when a segment was created
+	// since the directory was last synced: Sync syncs it.
+	dirUnsynced bool
 
 	// tailStart and tailSize mirror wal's last segment (the wal index of its
 	// first entry and its size in bytes), to know when a batch creates a
@@ -287,10 +290,10 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		return 0, 0, l.poison(fmt.Errorf("append %d-%d: %w", first, last, err))
 	}
 	if created {
-		if !l.opts.UnsafeNoSync {
-			if err := SyncDir(l.dir); err != nil {
-				return 0, 0, l.poison(fmt.Errorf("append %d-%d: sync directory after new segment: %w", first, last, err))
-			}
+		if l.opts.UnsafeNoSync {
+			l.dirUnsynced = true // until Sync
+		} else if err := SyncDir(l.dir); err != nil {
+			return 0, 0, l.poison(fmt.Errorf("append %d-%d: sync directory after new segment: %w", first, last, err))
 		}
 		// wal caches the segment it just closed; we never read it back.
 		l.wal.ClearCache()
@@ -317,9 +320,11 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 	return first, last, nil
 }
 
-// Sync fsyncs the last segment: with UnsafeNoSync, what Append wrote
-// becomes durable. Without it, Append already synced, and Sync costs one
-// more fsync. A failed sync poisons the handle, as in Append.
+// Sync fsyncs the last segment, and the directory if segments were made
+// since the last sync: with UnsafeNoSync, what Append wrote becomes
+// durable (wal synced the earlier segments as it closed them). Without
+// it, Append already synced, and Sync costs one more fsync. A failed sync
+// poisons the handle, as in Append.
 func (l *Log) Sync() error {
 	if l.closed {
 		return l.errorf("sync: %w", ErrClosed)
@@ -331,6 +336,12 @@ func (l *Log) Sync() error {
 	}
 	if err := l.wal.Sync(); err != nil {
 		return l.poison(fmt.Errorf("sync: %w", err))
+	}
+	if l.dirUnsynced {
+		if err := SyncDir(l.dir); err != nil {
+			return l.poison(fmt.Errorf("sync directory after new segments: %w", err))
+		}
+		l.dirUnsynced = false
 	}
 	return nil
 }
