@@ -145,8 +145,16 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 			if p.rep == nil {
 				p.keepFrom.Store(prev + 1)
 			}
-			if prev != 0 {
+			switch {
+			case p.rep == nil:
+				// With prev 0 no older snapshot loaded: those on disk
+				// are damaged or too old for the journal.
 				res.removeErr = p.snaps.Prune(index, prev)
+			case prev != 0:
+				// A replicated partition may hold, above prev, a
+				// snapshot its leader installed while this one was
+				// written: only what is older than prev goes.
+				res.removeErr = p.snaps.Prune(prev, prev)
 			}
 			if p.onSnapshot != nil {
 				p.onSnapshot()

@@ -471,49 +471,55 @@ func TestSnapshotStoppedByCloseSaysClosed(t *testing.T) {
 // TestFallbackThenSnapshotDropsTheDamagedOne: after Open fell back past a
 // damaged newest snapshot, the next snapshot removes the damaged file with
 // the older ones it no longer needs. Left there, it would lie between the
-// newest and the good snapshot before it, and pass, after one more
-// restart, for the snapshot to fall back to: the journal behind the good
-// one could then go.
+// newest and the good snapshot before it (or be the only older one, when
+// the fallback was the whole journal) and pass, after one more restart,
+// for the snapshot to fall back to: the journal behind the good one could
+// then go.
 func TestFallbackThenSnapshotDropsTheDamagedOne(t *testing.T) {
-	dir := t.TempDir()
-	opts := oneShardOptions()
-	c := mustOpen(t, dir, opts)
-	ctx := context.Background()
-	for base := range 2 {
-		commitN(t, c, 10, 30, int64(base*100))
-		if err := c.Snapshot(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before := snapshotFiles(t, dir) // oldest first
-	if len(before) != 2 {
-		t.Fatalf("snapshot files %v", before)
-	}
-	damageFile(t, before[1], func(b []byte) []byte { return b[:len(b)/2] })
+	for _, snaps := range []int{2, 1} { // 1: nothing older to fall back to but the journal
+		t.Run(fmt.Sprintf("snapshots=%d", snaps), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := oneShardOptions()
+			c := mustOpen(t, dir, opts)
+			ctx := context.Background()
+			for base := range snaps {
+				commitN(t, c, 10, 30, int64(base*100))
+				if err := c.Snapshot(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshotFiles(t, dir) // oldest first
+			if len(before) != snaps {
+				t.Fatalf("snapshot files %v", before)
+			}
+			damageFile(t, before[snaps-1], func(b []byte) []byte { return b[:len(b)/2] })
 
-	c = mustOpen(t, dir, opts) // falls back to the older snapshot
-	good := c.Stats()[0].SnapshotIndex
-	commitN(t, c, 10, 30, 200)
-	if err := c.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	want := dumpState(t, c)
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if after := snapshotFiles(t, dir); len(after) != 2 || after[0] != before[0] {
-		t.Fatalf("snapshot files after the fallback and a new snapshot: %v, want the one loaded (%s) and the new one", after, before[0])
-	}
+			c = mustOpen(t, dir, opts) // falls back
+			good := c.Stats()[0].SnapshotIndex
+			commitN(t, c, 10, 30, 200)
+			if err := c.Snapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := dumpState(t, c)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			after := snapshotFiles(t, dir)
+			if len(after) != snaps || snaps == 2 && after[0] != before[0] {
+				t.Fatalf("snapshot files after the fallback and a new snapshot: %v, want the one loaded (if any, of %v) and the new one", after, before)
+			}
 
-	c = mustOpen(t, dir, opts)
-	defer c.Close()
-	if prev := c.parts[0].prevSnapshot; prev != good {
-		t.Fatalf("the snapshot to fall back to is %d, want %d, the good one loaded before", prev, good)
-	}
-	if got := dumpState(t, c); got != want {
-		t.Fatalf("state after the restart differs:\n got %s\nwant %s", got, want)
+			c = mustOpen(t, dir, opts)
+			defer c.Close()
+			if prev := c.parts[0].prevSnapshot; prev != good {
+				t.Fatalf("the snapshot to fall back to is %d, want %d, the good one loaded before", prev, good)
+			}
+			if got := dumpState(t, c); got != want {
+				t.Fatalf("state after the restart differs:\n got %s\nwant %s", got, want)
+			}
+		})
 	}
 }
