@@ -25,13 +25,19 @@
 // What it models, and what it does not:
 //   - Lost and torn data pages, the common case of a power cut.
 //   - Lost changes of names: a file created, renamed or unlinked, or a
-//     directory made, is undone by the cut unless its directory was
-//     fsynced after the change (for a rename, the directory of the new
-//     name), as POSIX allows; fsyncing the file itself does not keep its
-//     name. A file that a rename replaced, or that was unlinked, comes
-//     back. Renames with flags, rmdir, link and truncate go straight to
-//     the backing directory and survive the cut. It does not model a
-//     file whose size grew on disk while its data did not.
+//     directory made or removed, is undone by the cut unless its
+//     directory was fsynced after the change, as POSIX allows; fsyncing
+//     the file itself does not keep its name. A file that a rename
+//     replaced, or that was unlinked, comes back (kept meanwhile as a hard
+//     link in a directory beside the backing one, which must be on the
+//     same filesystem).
+//   - Its limits there: a rename counts as durable once the directory of
+//     the new name is synced, whatever became of the old one's; changes
+//     are noted by path, so a directory renamed afterwards makes the cut
+//     fail rather than undo them; renames with flags, link, symlink, mknod
+//     and truncate go straight to the backing directory and survive the
+//     cut. It does not model a file whose size grew on disk while its data
+//     did not.
 //   - Pages are all or nothing: no torn sectors inside a page, no bit rot.
 //
 // It needs /dev/fuse and the right to mount (root): Available says whether

@@ -39,6 +39,7 @@ const (
 	renamed
 	removed
 	madeDir
+	removedDir
 )
 
 // durableIn reports whether c is durable once dir is synced.
@@ -53,10 +54,16 @@ func (c nameChange) durableIn(dir string) bool {
 func (c nameChange) undo(root string) error {
 	path := filepath.Join(root, c.dir, c.name)
 	switch c.kind {
-	case created:
-		return ignoreMissing(os.Remove(path))
-	case madeDir:
+	case created, madeDir:
+		// The name is there: a later change of it was undone before.
+		// Missing, the model lost track of it (a directory renamed since,
+		// which it does not follow): say so rather than pass.
+		if _, err := os.Lstat(path); err != nil {
+			return fmt.Errorf("powercut: undo the creation of %s: %w", path, err)
+		}
 		return os.RemoveAll(path)
+	case removedDir:
+		return os.Mkdir(path, 0o755)
 	case removed:
 		return os.Link(c.stash, path)
 	case renamed:
@@ -70,13 +77,6 @@ func (c nameChange) undo(root string) error {
 		return nil
 	}
 	return fmt.Errorf("powercut: unknown change %d", c.kind)
-}
-
-func ignoreMissing(err error) error {
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
 }
 
 // note records c; f.mu is held.

@@ -137,7 +137,13 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return n.fs.change(func() syscall.Errno { return n.LoopbackNode.Rmdir(ctx, name) })
+	return n.fs.change(func() syscall.Errno {
+		if errno := n.LoopbackNode.Rmdir(ctx, name); errno != 0 {
+			return errno
+		}
+		n.fs.note(nameChange{kind: removedDir, dir: n.rel(), name: name})
+		return 0
+	})
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {

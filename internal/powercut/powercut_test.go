@@ -343,3 +343,28 @@ func TestSyncedDirectoryKeepsItsChanges(t *testing.T) {
 		t.Errorf("old reads %q, want the renamed file", got)
 	}
 }
+
+// TestRemovedTreeComesBack: a directory emptied and removed (as
+// os.RemoveAll does) without a sync of its parent is back after the cut,
+// with its files.
+func TestRemovedTreeComesBack(t *testing.T) {
+	f, backing, mnt := mount(t)
+	d := filepath.Join(mnt, "d")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, mnt)
+	fx := create(t, filepath.Join(d, "x"))
+	write(t, fx, []byte("x"), 0)
+	fsync(t, fx)
+	syncDir(t, d)
+	if err := os.RemoveAll(d); err != nil {
+		t.Fatal(err)
+	}
+	if c := cut(t, f, DropAll()); c.Names != 2 {
+		t.Errorf("cut undid %d changes of names, want 2 (the unlink, the rmdir)", c.Names)
+	}
+	if got := readFile(t, filepath.Join(backing, "d", "x")); string(got) != "x" {
+		t.Errorf("d/x after the cut reads %q, want it back", got)
+	}
+}
