@@ -72,8 +72,9 @@ func TestOpenCreatesNestedDir(t *testing.T) {
 // TestMakeDirSyncsEveryNewEntry: MakeDir syncs the parent of every
 // directory it creates, not only the last one's: a snapshots directory
 // made with its partition's directory inside must be durable in the data
-// directory too. (The power-loss test sees it: its filesystem undoes a
-// directory made without a sync of its parent.)
+// directory too. (The power-loss test's filesystem undoes a directory made
+// without a sync of its parent, but loses nothing while the journal still
+// holds what the snapshots do: only this test fails without it.)
 func TestMakeDirSyncsEveryNewEntry(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "data", "snapshots", "p0003")

@@ -88,9 +88,6 @@ func TestStopUnderLoad(t *testing.T) {
 		close(halted)
 		load.Stop()
 		t.Logf("round %d: %d commits acknowledged in all, %d cut off by the stop", round, h.Acked(), cut.Load())
-		if n := cut.Load(); n > int64(len(groups)) {
-			t.Fatalf("round %d: %d commits cut off by the stop, more than one per writer", round, n)
-		}
 		if status != 0 {
 			t.Fatalf("round %d: serve exited with %d after its stop:\n%s", round, status, s.stderr)
 		}
