@@ -282,13 +282,15 @@ func findFrame(data []byte, from int, after uint64) int {
 // parent with sync (SyncDir, but for tests) before the next is created:
 // without that a machine crash right after can lose a directory's entry,
 // and with it everything written inside. A directory another goroutine
-// creates meanwhile is no error.
+// creates meanwhile is no error. When dir exists its parent is synced
+// all the same: a process that died between a mkdir and that sync left
+// the entry to whoever opens the directory next.
 func MakeDir(dir string, sync func(dir string) error) error {
 	dir = filepath.Clean(dir)
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
 	parent := filepath.Dir(dir)
+	if _, err := os.Stat(dir); err == nil {
+		return sync(parent)
+	}
 	if parent != dir {
 		if err := MakeDir(parent, sync); err != nil {
 			return err
