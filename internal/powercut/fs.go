@@ -119,7 +119,7 @@ type Cut struct {
 
 // CutPower simulates a power failure: the unsynced pages are lost, or in
 // part written, as m says, and every change of names (create, rename,
-// unlink, mkdir) whose directory was not fsynced after it is undone. From
+// unlink, mkdir, rmdir) whose directory was not fsynced after it is undone. From
 // then on the filesystem refuses every change with EIO; reads still work.
 // It fails if the power was already cut.
 func (f *FS) CutPower(m Mode) (Cut, error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // A change of a directory's entries (a file created, renamed or removed, a
-// directory made) is durable once that directory is fsynced after it, and
+// directory made or removed) is durable once that directory is fsynced after it, and
 // not before: fsyncing the file itself does not make its name durable. The
 // changes go to the backing directory at once, as the data of a synced
 // file does; each is also noted until its directory is synced, and a power
