@@ -69,6 +69,11 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 	}
 	var wg sync.WaitGroup
 	b.ReportAllocs()
+	counter, counts := s.(syncCounter)
+	var before syncCounts
+	if counts {
+		before = counter.syncStats().load()
+	}
 	cpu := processCPU()
 	b.ResetTimer()
 	for w := range writers {
@@ -94,6 +99,9 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 	b.StopTimer()
 	if cpu > 0 {
 		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns")
+	}
+	if counts {
+		counter.syncStats().report(b, before, b.Elapsed())
 	}
 	rate := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "commits/s")

@@ -107,6 +107,8 @@ type groupFile struct {
 	stopped chan struct{}
 	waiters sync.Pool
 
+	stats syncStats
+
 	// Owned by the flusher goroutine.
 	pos   int64
 	buf   []byte
@@ -183,6 +185,8 @@ func (g *groupFile) Commit(_ context.Context, group string, offsets []coordinato
 	return err
 }
 
+func (g *groupFile) syncStats() *syncStats { return &g.stats }
+
 // flusher writes and syncs whatever is queued, then acknowledges it, until
 // Close; then it flushes what is left and returns.
 func (g *groupFile) flusher() {
@@ -211,7 +215,11 @@ func (g *groupFile) flush() {
 	for _, w := range batch {
 		g.buf = append(g.buf, w.record...)
 	}
+	start := time.Now()
 	err := g.write(g.buf)
+	if err == nil {
+		g.stats.add(len(batch), time.Since(start))
+	}
 	for _, w := range batch {
 		w.done <- err
 	}

@@ -16,11 +16,14 @@ var offsetdSystem = system{
 	durable: true,
 	reads:   true,
 	open: func(dir string, _ int) (committer, error) {
-		c, err := coordinator.Open(dir, offsetdOptions())
+		o := offsetdOptions()
+		stats := &journalStats{}
+		o.Observer = stats
+		c, err := coordinator.Open(dir, o)
 		if err != nil {
 			return nil, err
 		}
-		return offsetdStore{c}, nil
+		return offsetdStore{c, stats}, nil
 	},
 	load: loadOffsetd,
 }
@@ -34,7 +37,12 @@ func offsetdOptions() coordinator.Options {
 
 // offsetdStore is a Coordinator: its Commit, Fetch, FetchGroup and Close
 // are the benchmarks' interfaces as they are.
-type offsetdStore struct{ *coordinator.Coordinator }
+type offsetdStore struct {
+	*coordinator.Coordinator
+	journal *journalStats
+}
+
+func (s offsetdStore) syncStats() *syncStats { return &s.journal.syncStats }
 
 // replayed returns how many log entries the partitions replayed when they
 // opened: every commit ever written until snapshots exist, then only the

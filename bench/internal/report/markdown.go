@@ -50,6 +50,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("A ratio is offsetd's median divided by the other system's on that row: on a ↑ row above 1 means offsetd is ahead, on a ↓ row below 1 does. ")
 	b.WriteString("The floor is floor-group for commits (one flusher appends everything waiting, one fdatasync per batch) and memory (a Go map) for reads. ")
 	b.WriteString("Commit throughput counts every committer together; p50 and p99 latency are what one committer waits for its ack. ")
+	b.WriteString("For offsetd and the group floors, which append to one log, a batch is one append with its fsync: commits per fsync is what one carried, append + fsync how long it took, and log idle between fsyncs how long the log waited between the end of one batch and the start of the next (the run's time not spent appending, per batch). ")
 	b.WriteString("offsetd-http ÷ offsetd and offsetd-kafka ÷ offsetd are what the HTTP and Kafka paths keep of the embedded figure. ")
 	b.WriteString("ClusterCommit runs offsetd on one node and offsetd-raft3 (three nodes of a cluster in one process, on the same cores and disk: a commit is acknowledged once two nodes have fsynced it) in the same run; offsetd-raft3 ÷ offsetd is what replication keeps of the single-node figure.\n\n")
 	if err := WriteTable(&b, res); err != nil {
@@ -83,7 +84,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	}
 
 	b.WriteString("\n## How each system is made durable\n\n")
-	b.WriteString("- **offsetd**: default options; every internal partition hands its waiting commits to the one journal, which appends everything queued from every partition as one batch and fsyncs it before any of it is acknowledged.\n")
+	b.WriteString("- **offsetd**: default options; every internal partition hands its waiting commits to the one journal, which appends everything queued from every partition as one batch and fsyncs it before any of it is acknowledged. Its Observer counts the journal's batches (commits per fsync and the rows below it).\n")
 	b.WriteString("- **offsetd-http**: offsetd as above behind its HTTP server on loopback; a commit is answered once offsetd has fsynced it.\n")
 	b.WriteString("- **offsetd-kafka**: offsetd as above behind its Kafka listener on loopback; an OffsetCommit is answered once offsetd has fsynced it.\n")
 	b.WriteString("- **pebble**: default options; each commit is a batch committed with `pebble.Sync` (Pebble syncs its WAL before returning, sharing one sync among concurrent commits).\n")

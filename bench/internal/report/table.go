@@ -79,6 +79,9 @@ var metrics = []metric{
 	{"Commit", "p50-ns", "p50 latency", false, formatNanos},
 	{"Commit", "p99-ns", "p99 latency", false, formatNanos},
 	{"Commit", "cpu-ns", "CPU per commit", false, formatNanos},
+	{"Commit", "commits/fsync", "commits per fsync", true, formatShare},
+	{"Commit", "fsync-ns", "append + fsync", false, formatNanos},
+	{"Commit", "gap-ns", "log idle between fsyncs", false, formatNanos},
 	{"ClusterCommit", "commits/s", "commits/s", true, formatRate},
 	{"ClusterCommit", "p50-ns", "p50 latency", false, formatNanos},
 	{"ClusterCommit", "p99-ns", "p99 latency", false, formatNanos},
@@ -247,6 +250,14 @@ func formatCount(v float64) string {
 		return formatRate(v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// formatShare formats a mean count, such as commits per fsync.
+func formatShare(v float64) string {
+	if v >= 1e4 {
+		return formatRate(v)
+	}
+	return sig3(v)
 }
 
 // formatRatio formats a ratio, or a dash for NaN.
