@@ -10,24 +10,7 @@ import (
 // beside bare Go maps of the same keys and values: one map of whole keys,
 // and a map of groups holding maps of topic and partition.
 func BenchmarkGetLarge(b *testing.B) {
-	const groups, topics, parts = 10000, 8, 16
-	groupNames := make([]string, groups)
-	for i := range groupNames {
-		groupNames[i] = fmt.Sprintf("g-%06d", i)
-	}
-	topicNames := make([]string, topics)
-	for i := range topicNames {
-		topicNames[i] = fmt.Sprintf("orders-%d", i)
-	}
-	const keys = groups * topics * parts
-	key := func(i int) (string, string, int32) {
-		return groupNames[i/(topics*parts)], topicNames[i/parts%topics], int32(i % parts)
-	}
-	value := func(i int) Offset {
-		return Offset{Offset: int64(i), LeaderEpoch: 1, Metadata: "consumer-07-host", CommitTime: 1}
-	}
-	// A prime stride visits every key in a scattered order.
-	const stride = 1_000_003
+	key, value := largeKeys()
 
 	// read times get on scattered keys.
 	read := func(b *testing.B, get func(group, topic string, partition int32) (Offset, bool)) {
@@ -35,7 +18,7 @@ func BenchmarkGetLarge(b *testing.B) {
 		b.ResetTimer()
 		i := 0
 		for b.Loop() {
-			i = (i + stride) % keys
+			i = (i + stride) % largeKeyCount
 			g, t, p := key(i)
 			if v, ok := get(g, t, p); !ok || v.Offset != int64(i) {
 				b.Fatalf("key %d: %v %v", i, v, ok)
@@ -45,7 +28,7 @@ func BenchmarkGetLarge(b *testing.B) {
 	b.Run("table=offsets", func(b *testing.B) {
 		tab := NewOffsets()
 		tab.Update(func(w OffsetsWriter) {
-			for i := range keys {
+			for i := range largeKeyCount {
 				g, t, p := key(i)
 				w.Put(g, 1, TopicPartition{t, p}, value(i))
 			}
@@ -58,7 +41,7 @@ func BenchmarkGetLarge(b *testing.B) {
 			partition    int32
 		}
 		m := make(map[k]Offset)
-		for i := range keys {
+		for i := range largeKeyCount {
 			g, t, p := key(i)
 			m[k{g, t, p}] = value(i)
 		}
@@ -69,7 +52,7 @@ func BenchmarkGetLarge(b *testing.B) {
 	})
 	b.Run("table=map-of-maps", func(b *testing.B) {
 		m := make(map[string]map[TopicPartition]Offset)
-		for i := range keys {
+		for i := range largeKeyCount {
 			g, t, p := key(i)
 			if m[g] == nil {
 				m[g] = make(map[TopicPartition]Offset)
@@ -81,4 +64,68 @@ func BenchmarkGetLarge(b *testing.B) {
 			return v, ok
 		})
 	})
+}
+
+// The large key space of BenchmarkGetLarge and BenchmarkPutLarge: 10,000
+// groups × 8 topics × 16 partitions, as bench/'s.
+const (
+	largeGroups, largeTopics, largeParts = 10000, 8, 16
+	largeKeyCount                        = largeGroups * largeTopics * largeParts
+	// A prime stride visits every key in a scattered order.
+	stride = 1_000_003
+)
+
+// largeKeys returns the names of key i of the large key space, and the
+// value a benchmark stores for it.
+func largeKeys() (key func(i int) (string, string, int32), value func(i int) Offset) {
+	groupNames := make([]string, largeGroups)
+	for i := range groupNames {
+		groupNames[i] = fmt.Sprintf("g-%06d", i)
+	}
+	topicNames := make([]string, largeTopics)
+	for i := range topicNames {
+		topicNames[i] = fmt.Sprintf("orders-%d", i)
+	}
+	key = func(i int) (string, string, int32) {
+		return groupNames[i/(largeTopics*largeParts)], topicNames[i/largeParts%largeTopics], int32(i % largeParts)
+	}
+	value = func(i int) Offset {
+		return Offset{Offset: int64(i), LeaderEpoch: 1, Metadata: "consumer-07-host", CommitTime: 1}
+	}
+	return key, value
+}
+
+// BenchmarkPutLarge overwrites scattered keys of a table of 1.28M offsets
+// one Update each, by the way a replayed or committed record goes: the
+// group's name from the record's bytes, then the topic's writer.
+func BenchmarkPutLarge(b *testing.B) {
+	key, value := largeKeys()
+	tab := NewOffsets()
+	tab.Update(func(w OffsetsWriter) {
+		for i := range largeKeyCount {
+			g, t, p := key(i)
+			w.Put(g, 1, TopicPartition{t, p}, value(i))
+		}
+	})
+	// The records' bytes, made up front.
+	groups := make([][]byte, largeGroups)
+	for i := range groups {
+		g, _, _ := key(i * largeTopics * largeParts)
+		groups[i] = []byte(g)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i = (i + stride) % largeKeyCount
+		_, t, p := key(i)
+		name := groups[i/(largeTopics*largeParts)]
+		tab.Update(func(w OffsetsWriter) {
+			tw := w.Topic(w.GroupName(name), t, 2)
+			tw.Put(p, value(i))
+		})
+	}
+	g, t, p := key(i)
+	if v, ok := tab.Get(g, t, p); !ok || v.Offset != int64(i) {
+		b.Fatalf("key %d after the run: %v %v", i, v, ok)
+	}
 }
