@@ -96,8 +96,8 @@ func largeKeys() (key func(i int) (string, string, int32), value func(i int) Off
 }
 
 // BenchmarkPutLarge overwrites scattered keys of a table of 1.28M offsets
-// one Update each, by the way a replayed or committed record goes: the
-// group's name from the record's bytes, then the topic's writer.
+// one Update each, as a replayed or committed record does, from the group's
+// name in the record's bytes: RecordTopic, and the two lookups it saves.
 func BenchmarkPutLarge(b *testing.B) {
 	key, value := largeKeys()
 	tab := NewOffsets()
@@ -113,19 +113,33 @@ func BenchmarkPutLarge(b *testing.B) {
 		g, _, _ := key(i * largeTopics * largeParts)
 		groups[i] = []byte(g)
 	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i = (i + stride) % largeKeyCount
-		_, t, p := key(i)
-		name := groups[i/(largeTopics*largeParts)]
-		tab.Update(func(w OffsetsWriter) {
-			tw := w.Topic(w.GroupName(name), t, 2)
-			tw.Put(p, value(i))
+	for _, bc := range []struct {
+		name   string
+		writer func(w OffsetsWriter, group []byte, topic string) TopicWriter
+	}{
+		{"lookup=record-topic", func(w OffsetsWriter, group []byte, topic string) TopicWriter {
+			return w.RecordTopic(group, topic, 2)
+		}},
+		{"lookup=group-then-topic", func(w OffsetsWriter, group []byte, topic string) TopicWriter {
+			return w.Topic(w.GroupName(group), topic, 2)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i = (i + stride) % largeKeyCount
+				_, t, p := key(i)
+				name := groups[i/(largeTopics*largeParts)]
+				tab.Update(func(w OffsetsWriter) {
+					tw := bc.writer(w, name, t)
+					tw.Put(p, value(i))
+				})
+			}
+			g, t, p := key(i)
+			if v, ok := tab.Get(g, t, p); !ok || v.Offset != int64(i) {
+				b.Fatalf("key %d after the run: %v %v", i, v, ok)
+			}
 		})
-	}
-	g, t, p := key(i)
-	if v, ok := tab.Get(g, t, p); !ok || v.Offset != int64(i) {
-		b.Fatalf("key %d after the run: %v %v", i, v, ok)
 	}
 }

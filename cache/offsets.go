@@ -54,6 +54,7 @@ type groupTopic struct {
 type topicRef struct {
 	dense []slot
 	ps    *partitions
+	g     *group // the group, for a writer that finds its topic here
 }
 
 type group struct {

@@ -37,6 +37,19 @@ func (w OffsetsWriter) Topic(groupName, topic string, version uint64) TopicWrite
 	return TopicWriter{t: w.t, group: groupName, topic: topic, version: version}
 }
 
+// RecordTopic is Topic for the group named b, a record's bytes: when the
+// group has offsets on topic already, as most commits find, one lookup of
+// the table finds both the group and its topic (GroupName and Topic would
+// take two, and a search of the group's topics), allocating nothing.
+func (w OffsetsWriter) RecordTopic(b []byte, topic string, version uint64) TopicWriter {
+	t := w.t
+	if r, ok := t.topics[groupTopic{string(b), topic}]; ok {
+		t.lastGroup = r.g // the record's other changes go to it next
+		return TopicWriter{t: t, group: r.g.name, topic: r.ps.topic, version: version, g: r.g, ps: r.ps}
+	}
+	return w.Topic(w.GroupName(b), topic, version)
+}
+
 // TopicWriter puts offsets of one group on one topic; it is valid only
 // inside the Update that made it.
 type TopicWriter struct {
@@ -69,7 +82,7 @@ func (tw *TopicWriter) Reserve(n, count int) {
 // capacity changed from was: they moved to a new array.
 func (tw *TopicWriter) moved(was int) {
 	if cap(tw.ps.dense) != was {
-		tw.t.topics[groupTopic{tw.g.name, tw.ps.topic}] = topicRef{tw.ps.dense[:cap(tw.ps.dense)], tw.ps}
+		tw.t.topics[groupTopic{tw.g.name, tw.ps.topic}] = topicRef{tw.ps.dense[:cap(tw.ps.dense)], tw.ps, tw.g}
 	}
 }
 
@@ -124,7 +137,7 @@ func (tw *TopicWriter) find() {
 	ps := t.newPartitions()
 	ps.topic = t.intern(tw.topic)
 	g.topics = slices.Insert(g.topics, i, ps)
-	t.topics[groupTopic{g.name, ps.topic}] = topicRef{ps: ps}
+	t.topics[groupTopic{g.name, ps.topic}] = topicRef{ps: ps, g: g}
 	tw.g, tw.ps = g, ps
 }
 

@@ -731,16 +731,15 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 	}
 	switch typ {
 	case recCommit, recSnapGroup, recSnapGroups:
-		group := w.GroupName(r.group)
 		version := index
 		if typ != recCommit {
 			version = r.version
 		}
-		p.putOffsets(w, group, version)
+		p.putOffsets(w, version)
 		if typ != recCommit {
-			w.SetInfo(group, version, r.lastCommit, r.generation)
+			w.SetInfo(w.GroupName(r.group), version, r.lastCommit, r.generation)
 		} else if r.generation >= 0 {
-			w.SetGeneration(group, r.generation)
+			w.SetGeneration(w.GroupName(r.group), r.generation)
 		}
 	case recSnapSizes:
 		w.Reserve(r.sizes[0], r.sizes[1])
@@ -785,9 +784,10 @@ func (p *partition) skip(group []byte, index uint64) bool {
 // putOffsets puts the offsets of the record in p.view, a commit or a
 // snapshot's part of a group, into the table. The offsets of one topic
 // come in runs, and each run is one lookup of the table.
-func (p *partition) putOffsets(w cache.OffsetsWriter, group string, version uint64) {
+func (p *partition) putOffsets(w cache.OffsetsWriter, version uint64) {
 	r := &p.view
 	if r.typ == recSnapGroups {
+		group := w.GroupName(r.group)
 		mds := append(p.mds[:0], "")
 		for _, b := range r.mds {
 			mds = append(mds, p.metadata(b))
@@ -805,7 +805,7 @@ func (p *partition) putOffsets(w cache.OffsetsWriter, group string, version uint
 	var tw cache.TopicWriter
 	for i, o := range r.offsets {
 		if i == 0 || string(o.topic) != string(r.offsets[i-1].topic) {
-			tw = w.Topic(group, w.TopicName(o.topic), version)
+			tw = w.RecordTopic(r.group, w.TopicName(o.topic), version)
 		}
 		tw.Put(o.partition, cache.Offset{Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: p.metadata(o.metadata), CommitTime: o.commitTime})
 	}
