@@ -43,6 +43,7 @@ const (
 type snapWriter struct {
 	md     map[string]uint64 // metadata → its number in the record
 	mdList []string
+	mdNums []uint64 // each entry's metadata number
 }
 
 // encode appends one snapshot groups record of entries to dst.
@@ -52,11 +53,22 @@ func (s *snapWriter) encode(dst []byte, group string, info cache.GroupInfo, capt
 	}
 	clear(s.md)
 	s.mdList = s.mdList[:0]
+	// Each entry's metadata number, looked up once: the entries of a
+	// group mostly repeat the one before (the table hands out one string
+	// per distinct metadata, so the comparison is mostly of two pointers).
+	s.mdNums = s.mdNums[:0]
+	last, lastNum := "", uint64(0)
 	for _, x := range entries {
-		if _, ok := s.md[x.Metadata]; !ok && x.Metadata != "" {
-			s.mdList = append(s.mdList, x.Metadata)
-			s.md[x.Metadata] = uint64(len(s.mdList))
+		if x.Metadata != last {
+			n, ok := s.md[x.Metadata]
+			if !ok && x.Metadata != "" { // "" is number 0
+				s.mdList = append(s.mdList, x.Metadata)
+				n = uint64(len(s.mdList))
+				s.md[x.Metadata] = n
+			}
+			last, lastNum = x.Metadata, n
 		}
+		s.mdNums = append(s.mdNums, lastNum)
 	}
 	e := encoder{dst}
 	e.snapHeader(group, info, capturedAt)
@@ -80,7 +92,8 @@ func (s *snapWriter) encode(dst []byte, group string, info cache.GroupInfo, capt
 		e.string(entries[start].Topic)
 		e.int(int64(end - start))
 		partition, offset := int64(-1), int64(0)
-		for _, x := range entries[start:end] {
+		for i, x := range entries[start:end] {
+			xmd := s.mdNums[start+i]
 			flags := byte(0)
 			if int64(x.Partition) != partition+1 {
 				flags |= snapPartition
@@ -88,7 +101,7 @@ func (s *snapWriter) encode(dst []byte, group string, info cache.GroupInfo, capt
 			if x.LeaderEpoch != epoch {
 				flags |= snapEpoch
 			}
-			if s.md[x.Metadata] != md {
+			if xmd != md {
 				flags |= snapMetadata
 			}
 			if x.CommitTime != commitTime {
@@ -102,14 +115,14 @@ func (s *snapWriter) encode(dst []byte, group string, info cache.GroupInfo, capt
 				e.int(int64(x.LeaderEpoch))
 			}
 			if flags&snapMetadata != 0 {
-				e.int(int64(s.md[x.Metadata]))
+				e.int(int64(xmd))
 			}
 			if flags&snapTime != 0 {
 				e.int(x.CommitTime - commitTime)
 			}
 			e.int(x.Offset.Offset - offset)
 			partition, offset = int64(x.Partition), x.Offset.Offset
-			epoch, md, commitTime = x.LeaderEpoch, s.md[x.Metadata], x.CommitTime
+			epoch, md, commitTime = x.LeaderEpoch, xmd, x.CommitTime
 		}
 		start = end
 	}
