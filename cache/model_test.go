@@ -41,12 +41,17 @@ func TestOffsetsModel(t *testing.T) {
 				switch op := rng.IntN(20); {
 				case op < 14:
 					v := Offset{Offset: rng.Int64(), LeaderEpoch: rng.Int32N(3) - 1, Metadata: mds[rng.IntN(len(mds))], CommitTime: rng.Int64N(1000)}
-					if rng.IntN(4) == 0 {
+					switch rng.IntN(4) {
+					case 0:
 						// As a snapshot loads: room first, then the offset.
 						tw := w.Topic(g, tp, uint64(step))
 						tw.Reserve(max(0, int(k.partition)+1), 1+rng.IntN(4))
 						tw.Put(k.partition, v)
-					} else {
+					case 1:
+						// As a commit record applies: the group's name in its bytes.
+						tw := w.RecordTopic([]byte(g), tp, uint64(step))
+						tw.Put(k.partition, v)
+					default:
 						w.Put(g, uint64(step), TopicPartition{tp, k.partition}, v)
 					}
 					model[k] = v
@@ -70,6 +75,13 @@ func TestOffsetsModel(t *testing.T) {
 				}
 			}
 		})
+		// Each group and topic's entry in the lookup points at its group,
+		// as the table holds it now (RecordTopic trusts it).
+		for gt, r := range tab.topics {
+			if g := tab.groups[gt.group]; r.g == nil || r.g != g || !slices.Contains(g.topics, r.ps) {
+				t.Fatalf("step %d: the lookup's entry for %v points at group %p, the table holds %p", step, gt, r.g, g)
+			}
+		}
 		keys, ngroups, _ := tab.Sizes()
 		live := map[string]bool{}
 		perGroup := map[string][]Entry{}
