@@ -300,7 +300,7 @@ func TestDiskFollowsLiveState(t *testing.T) {
 	defer c.Close()
 	t.Logf("one pass: journal %d bytes, restart reads %d bytes in %v; over 60 passes the data directory held at most %d bytes (%.1fx), restart reads %d bytes (%.1fx) in %v",
 		onePass, load1, took1, most, float64(most)/float64(onePass), load60, float64(load60)/float64(load1), took60)
-	if 2*most > 11*onePass { // 3.8-4.0x measured; 6.2x with snapshots of whole keys
+	if 2*most > 11*onePass { // 3.8-4.0x under -race, 4.0-5.9x at full speed; 6.2x with snapshots of whole keys
 		t.Errorf("the data directory reached %d bytes, over 5.5x the %d of one pass", most, onePass)
 	}
 	if load60 > 3*load1 {
