@@ -76,11 +76,24 @@ func TestGroupCommitAcrossPartitions(t *testing.T) {
 	}
 }
 
-// crashJournal makes dir's journal look as a crash leaves it: no
-// clean-close marker.
+// crashJournal makes dir's journal, closed cleanly, look as a crash that
+// found everything synced leaves it: no clean-close marker, and nothing
+// in the sync ring (whose copies of the last batches would otherwise
+// restore what the tests cut).
 func crashJournal(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.Remove(filepath.Join(JournalDir(dir), "CLEAN")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(JournalDir(dir), "RING"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt(make([]byte, 64), 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,12 +12,20 @@
 //
 // Committer.Commit: many goroutines (committing callers, the partitions'
 // writers) hand it their records; one goroutine takes everything queued,
-// appends it as one batch (Log.Append: one write, one fsync) and answers
-// every caller. While
-// that fsync runs the next batch forms in the queue, so under load one
-// fsync carries the commits of every partition that arrived meanwhile. A
-// caller that finds it idle and nothing queued appends its own batch on
-// its goroutine (StartOwn, Flush), without the two hand-offs.
+// appends it as one batch (Log.Append: one write, one sync) and answers
+// every caller. While that sync runs the next batch forms in the queue, so
+// under load one sync carries the commits of every partition that arrived
+// meanwhile. A caller that finds it idle and nothing queued appends its
+// own batch on its goroutine (StartOwn, Flush), without the two hand-offs.
+//
+// The sync is not an fsync of the segment: Append writes the batch to the
+// last segment without syncing it, and a copy into the sync ring, a file
+// of fixed size written in place, whose data it syncs (fdatasync). A
+// segment file grows with every append, so its fsync writes the file's
+// size too: two writes to the device, one after the other, against one
+// for the ring. wal syncs each segment as it closes it; the ring holds the
+// batches of the last one since then, and Open restores from it what a
+// power cut took from the segment (ring.go).
 //
 // # Lifecycle
 //
@@ -36,9 +44,9 @@
 // # On-disk format
 //
 // A journal directory holds segment files named by the wal index of their
-// first entry, as 20 decimal digits (00000000000000000001), and, after a
-// clean close, the marker CLEAN. A segment is a run of wal entries; each
-// entry carries one frame:
+// first entry, as 20 decimal digits (00000000000000000001), the sync ring
+// RING (none with UnsafeNoSync), and, after a clean close, the marker
+// CLEAN. A segment is a run of wal entries; each entry carries one frame:
 //
 //	segment: | entry | entry | ... |
 //	entry:   | uvarint(len(frame)) | frame |          (tidwall/wal's binary format)
@@ -64,6 +72,15 @@
 //
 //	CLEAN: | "OFFCLEAN" | 1 | last wal index u64 | last record index u64 |
 //	       | last segment's size u64 | crc32c of the bytes before |  (LE)
+//
+//	RING:  | record | record | ... | (zeros, or older records, up to its size)
+//	record: | crc32c u32 | lap nonce u64 | wal index u64 | len(frame) u32 | frame |  (LE)
+//	  crc32c of the 20 bytes after it and the frame. A lap starts at byte 0
+//	  with a new random nonce once everything before its first batch is
+//	  synced in the segments; its records carry consecutive wal indexes
+//	  and the batch's frame as the segment holds it. Reading from byte 0,
+//	  the lap ends at the first record that fails its checksum, carries
+//	  another nonce or skips an index.
 //
 // A partition's snapshot directory holds files named snap.%020d of the
 // record index they cover, each a run of version-1 frames between a header
@@ -93,16 +110,22 @@
 //
 // # Damage
 //
-// A crash while appending can only damage the end of the last segment,
-// which held no acknowledged batch (every acknowledged batch was synced
-// before later bytes were written). A batch is one entry under one
-// checksum, so a batch torn anyhow (cut short, some pages written and
-// others not, zero-filled) fails to read, and Open cuts it and logs what
-// it dropped. Damage followed by a whole batch with higher indexes is not
-// a torn tail: Open fails with a *CorruptError (errors.Is ErrCorrupt)
-// naming partition, segment file and entry, and so does Replay for damage
-// it meets in older segments. After a clean close nothing can be torn:
-// any damage at the end is corruption, and the journal must end exactly
-// where the marker says. Inspect reports all of this without changing
-// anything.
+// A crash can only damage what was written since the last segment was
+// last synced, and the ring's lap holds every acknowledged batch of it.
+// So after a crash Open reads the lap, and where the last segment's whole
+// batches stop short of its end (pages of the segment lost, in any
+// order), cuts the segment there and appends the lap's batches after it.
+// A batch is one entry under one checksum, so a batch torn anyhow (cut
+// short, some pages written and others not, zero-filled) fails to read;
+// the one batch that can have been in flight, written to its segment and
+// not yet to the ring, is cut if it did not survive whole. Open logs what
+// it cut and what it restored. Damage the lap cannot explain is not a
+// torn write: damage before the lap, a whole batch after damage that goes
+// past the lap and the batch in flight, a lap that starts after the
+// segments end. Open then fails with a *CorruptError (errors.Is
+// ErrCorrupt) naming partition, file and entry, and so does Replay for
+// damage it meets in older segments. After a clean close nothing can be
+// torn: the ring is not read, any damage at the end is corruption, and
+// the journal must end exactly where the marker says. Inspect reports all
+// of this without changing anything.
 package log

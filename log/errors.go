@@ -50,6 +50,9 @@ const (
 	errAfterClean   corruption = "damage at the end of a journal that was closed cleanly"
 	errCleanDiffers corruption = "the journal does not end where its clean close recorded"
 	errCleanMarker  corruption = "clean-close marker damaged"
+	errRingGap      corruption = "the sync ring starts after the last whole batch of the segments"
+	errPastRing     corruption = "a whole batch follows damage in the last segment, past what the sync ring holds"
+	errRingBatch    corruption = "a batch in the sync ring does not read, though its checksum passed"
 )
 
 // CorruptError locates damage in a log directory. It matches ErrCorrupt

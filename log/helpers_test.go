@@ -3,8 +3,10 @@ package log
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -109,8 +111,29 @@ func mustOpen(t testing.TB, dir string, opts Options) *Log {
 
 // crash removes the clean-close marker of a closed log in dir: what a crash
 // leaves instead of a Close, once the syncs are done.
+// crash makes dir, a log closed cleanly, look like one a crash left with
+// everything synced: no clean-close marker, and a sync ring with no lap
+// (Close synced what the ring held). Tests of the ring's own lap leave it.
 func crash(t interface{ Fatal(...any) }, dir string) {
 	if err := os.Remove(filepath.Join(dir, cleanName)); err != nil {
+		t.Fatal(err)
+	}
+	clearRing(t, dir)
+}
+
+// clearRing overwrites the sync ring's first record, so that it holds no lap.
+func clearRing(t interface{ Fatal(...any) }, dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, ringName), os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // an UnsafeNoSync log has none
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, ringHeader), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,11 @@
 package log
 
 import (
+	"errors"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 )
 
 // Report describes a log directory as Inspect found it.
@@ -27,6 +31,12 @@ type Report struct {
 	// .END, .TEMP) that Open would finish; the segments above are counted
 	// as they will be afterwards.
 	Leftovers []string
+
+	// RingBatches counts the batches Open would restore from the sync
+	// ring after a crash, where the last segment lost them (they are
+	// counted in Batches and Records too); what Open would cut off the
+	// segments first is in the TornTail fields.
+	RingBatches int
 }
 
 // Inspect reads the log in dir without changing anything, for operators'
@@ -51,11 +61,35 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 	}
 	segs := st.segments
 	rep.Segments = len(segs)
-	if len(segs) == 0 {
+	// After a crash, the batches of the sync ring's lap past the whole
+	// batches of the segments replace what follows them (see Open).
+	keep, restore := uint64(math.MaxUint64), false
+	var lap ringLap
+	if data, err := os.ReadFile(filepath.Join(dir, ringName)); err == nil {
+		lap = readLap(data)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rep, locate(err, -1)
+	}
+	if clean != nil && len(lap.frames) > 0 && lap.lastBatch() > clean.lastBatch {
+		return rep, &CorruptError{Partition: -1, Segment: ringName, Index: clean.lastBatch + 1, Err: errCleanDiffers}
+	}
+	if clean == nil {
+		var k uint64
+		if k, restore, err = planRestore(segs, lap, partition); err != nil {
+			return rep, locate(err, -1)
+		}
+		if restore {
+			keep = k
+		}
+	}
+	if len(segs) == 0 && !restore {
 		rep.FirstIndex = 1 // what wal.Open creates
 		return rep, nil
 	}
-	next := segs[0].index
+	next := uint64(1)
+	if len(segs) > 0 {
+		next = segs[0].index
+	}
 	var prevLast uint64
 	count := func(index uint64, e Entry) error {
 		rep.Records++
@@ -65,7 +99,10 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 		return nil
 	}
 	for i, s := range segs {
-		tail := i == len(segs)-1
+		tail := i == len(segs)-1 || (restore && s.index == keep+1)
+		if restore && s.index > keep+1 {
+			break // Open removes it before it restores the ring's batches
+		}
 		if s.index != next {
 			return rep, &CorruptError{Partition: -1, Segment: s.name(), Index: next, Err: errSegmentGap}
 		}
@@ -74,7 +111,7 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 			return rep, locate(err, -1)
 		}
 		rep.Bytes += int64(len(data))
-		res, err := scanEntries(data, s.index, partition, prevLast, 0, math.MaxUint64, count)
+		res, err := scanEntries(data, s.index, partition, prevLast, 0, keep, count)
 		rep.Batches += res.entries
 		next += uint64(res.entries)
 		if res.first != 0 && rep.FirstIndex == 0 {
@@ -86,7 +123,12 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 		if err != nil {
 			return rep, err
 		}
-		if res.bad != nil {
+		if restore && res.end < len(data) {
+			// Open cuts what follows keep, whole or not.
+			rep.TornTailBytes = int64(len(data) - res.end)
+			rep.TornTailSegment = s.name()
+			rep.TornTailOffset = int64(res.end)
+		} else if res.bad != nil {
 			if !tail || clean != nil || findFrame(data, res.end+1, prevLast) >= 0 {
 				why := res.bad
 				if tail && clean != nil {
@@ -100,6 +142,21 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 		}
 		if res.entries == 0 && !tail {
 			return rep, &CorruptError{Partition: -1, Segment: s.name(), Index: s.index, Err: errSegmentEmpty}
+		}
+	}
+	if restore {
+		res, err := scanEntries(lap.entries(keep+1), keep+1, partition, prevLast, 0, math.MaxUint64, count)
+		if err != nil {
+			return rep, err
+		}
+		rep.Batches += res.entries
+		rep.RingBatches = res.entries
+		next = keep + 1 + uint64(res.entries)
+		if res.first != 0 && rep.FirstIndex == 0 {
+			rep.FirstIndex = res.first
+		}
+		if res.last != 0 {
+			prevLast = res.last
 		}
 	}
 	rep.LastIndex = prevLast

@@ -20,9 +20,9 @@ type Options struct {
 	// one segment at a time. Keep it a few MB.
 	SegmentSize int
 
-	// UnsafeNoSync skips the fsyncs of Append: an acknowledged entry can
-	// be lost to a crash of the machine. Open, recovery and TruncateFront
-	// still sync.
+	// UnsafeNoSync skips the syncs of Append, and the sync ring: an
+	// acknowledged entry can be lost to a crash of the machine. Open,
+	// recovery and TruncateFront still sync.
 	UnsafeNoSync bool
 
 	// Partition names the log in errors and log messages, and is the
@@ -34,6 +34,10 @@ type Options struct {
 	// Logger receives warnings (a torn tail cut on Open, a failed write).
 	// Nil means slog.Default().
 	Logger *slog.Logger
+
+	// ringSize, if not 0, replaces the sync ring's size (see ringSize);
+	// tests make it small.
+	ringSize int64
 }
 
 // DefaultOptions returns the options Open uses for zero fields.
@@ -57,6 +61,14 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
+// syncRingSize returns the size of the sync ring.
+func (o *Options) syncRingSize() int64 {
+	if o.ringSize > 0 {
+		return o.ringSize
+	}
+	return ringSize(o.SegmentSize)
+}
+
 func (o *Options) validate() error {
 	if o.SegmentSize < 0 || o.SegmentSize > maxSegmentSize {
 		return fmt.Errorf("%w: Options.SegmentSize is %d, want 1 to %d", ErrInvalid, o.SegmentSize, maxSegmentSize)
@@ -77,7 +89,8 @@ type Entry struct {
 }
 
 // Log is a segmented, append-only log of records. Each Append is one
-// batch: one wal entry, one checksum, one fsync, all its records or none.
+// batch: one wal entry, one checksum, one sync (of the sync ring, see the
+// package documentation), all its records or none.
 // Records have increasing indexes, starting at 1; they are contiguous but
 // where SkipTo skipped ahead. Every record names its partition, so
 // one Log is the journal of every internal partition.
@@ -99,6 +112,9 @@ type Log struct {
 
 	wal *wal.Log // nil after Close, and while poisoned
 	buf []byte   // the frame being written
+	// ring makes the batches of the last segment durable (see ring.go);
+	// nil with UnsafeNoSync.
+	ring *ring
 
 	first     atomic.Uint64 // record index of the first record held
 	last      atomic.Uint64 // last record index durably appended: a failed batch never counts
@@ -126,12 +142,13 @@ type Log struct {
 }
 
 // Open opens the log in dir, creating dir if needed. It first finishes
-// any truncation that a crash interrupted, cuts a torn batch off the end
-// of the last segment (logging what it dropped) and syncs. Damage before
-// the tail is an ErrCorrupt error naming partition, segment and index; so
-// is any damage at all after a clean close (Close leaves a marker that
-// Open checks and removes). opts is copied; bad values are ErrInvalid
-// errors naming the field.
+// any truncation that a crash interrupted, restores from the sync ring
+// the batches the last segment lost, cuts a torn batch off the end of the
+// last segment (logging what it dropped and restored) and syncs. Damage
+// before the tail is an ErrCorrupt error naming partition, file and
+// index; so is any damage at all after a clean close (Close leaves a
+// marker that Open checks and removes). opts is copied; bad values are
+// ErrInvalid errors naming the field.
 func Open(dir string, opts Options) (*Log, error) {
 	opts.ensureDefaults() // opts is the caller's copy already
 	if err := opts.validate(); err != nil {
@@ -148,17 +165,93 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, locate(err, opts.Partition)
 	}
-	if err := l.openWAL(clean); err != nil {
+	var lap ringLap
+	if !opts.UnsafeNoSync {
+		if l.ring, lap, err = openRing(dir, opts.syncRingSize()); err != nil {
+			return nil, l.errorf("open: %w", err)
+		}
+	}
+	if err := l.openRestoring(clean, lap); err != nil {
+		if l.ring != nil {
+			l.ring.close()
+		}
 		return nil, err
 	}
 	if clean != nil {
 		// From here on a crash is not a clean close.
 		if err := removeCleanMarker(dir); err != nil {
 			l.wal.Close()
+			l.ring.close()
 			return nil, l.errorf("open: %w", err)
 		}
 	}
 	return l, nil
+}
+
+// openRestoring opens wal (openWAL) and, after a crash, appends what the
+// sync ring's lap holds beyond the whole batches of the segments, after
+// cutting them back to the last of those (planRestore). After a clean
+// close the segments hold everything the lap does.
+func (l *Log) openRestoring(clean *cleanMarker, lap ringLap) error {
+	if clean != nil {
+		if len(lap.frames) > 0 && lap.lastBatch() > clean.lastBatch {
+			return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: clean.lastBatch + 1, Err: errCleanDiffers}
+		}
+		return l.openWAL(clean)
+	}
+	restore := false
+	var keep uint64
+	if len(lap.frames) > 0 {
+		segs, err := finishTruncation(l.dir)
+		if err != nil {
+			return locate(fmt.Errorf("finish interrupted truncation: %w", err), l.opts.Partition)
+		}
+		if keep, restore, err = planRestore(segs, lap, l.opts.Partition); err != nil {
+			return err
+		}
+		if restore {
+			if err := cutBack(l.dir, keep, l.opts.Partition); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.openWAL(nil); err != nil {
+		return err
+	}
+	if !restore {
+		return nil
+	}
+	if got := l.lastBatch.Load(); got != keep {
+		l.wal.Close()
+		return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: got + 1, Err: errRingGap}
+	}
+	for i, frame := range lap.frames {
+		batch := lap.first + uint64(i)
+		if batch <= keep {
+			continue
+		}
+		f, err := decodeFrame(frame)
+		var first, last uint64
+		if err == nil {
+			first, last, err = frameRecords(f, batch, l.opts.Partition, nil)
+		}
+		if err == nil {
+			err = l.appendFrame(batch, frame, first, last, false)
+		}
+		if err != nil {
+			if l.wal != nil {
+				l.wal.Close()
+			}
+			return l.errorf("open: restore batch %d from the sync ring: %w", batch, err)
+		}
+	}
+	if err := errors.Join(l.wal.Sync(), SyncDir(l.dir)); err != nil {
+		l.wal.Close()
+		return l.errorf("open: sync the batches restored from the sync ring: %w", err)
+	}
+	l.logger.Warn("log: restored batches from the sync ring that the last segment had lost",
+		"from_batch", keep+1, "to_batch", lap.lastBatch(), "last_index", l.last.Load())
+	return nil
 }
 
 // openWAL prepares the directory (finished truncations, repaired tail,
@@ -209,7 +302,7 @@ func (l *Log) openWAL(clean *cleanMarker) error {
 // walOptions returns a fresh copy each time, since wal.Open writes to it.
 func (l *Log) walOptions() *wal.Options {
 	return &wal.Options{
-		NoSync:           l.opts.UnsafeNoSync,
+		NoSync:           true, // Append syncs through the ring; wal still syncs each segment it closes
 		SegmentSize:      l.opts.SegmentSize,
 		LogFormat:        wal.Binary,
 		SegmentCacheSize: 1,    // we never read through wal
@@ -221,7 +314,7 @@ func (l *Log) walOptions() *wal.Options {
 }
 
 // SkipTo makes the next record index at least next, durably: it appends a
-// batch of no records that says so (one fsync), unless the log is there
+// batch of no records that says so (one sync), unless the log is there
 // already. Its user calls it with one more than any index a snapshot or a
 // version it handed out may name, so that no index is ever given twice,
 // even after a tail was cut or a journal was started afresh.
@@ -237,7 +330,7 @@ func (l *Log) SkipTo(next uint64) error {
 }
 
 // Append writes entries as one batch: one wal entry with one checksum, and
-// one fsync. It returns the record indexes given to the first and the
+// one sync. It returns the record indexes given to the first and the
 // last entry. Nothing is written if an entry has type 0, a negative
 // partition, or the batch is empty (ErrInvalid). Append does not keep
 // entries or their payloads.
@@ -278,35 +371,14 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		}
 	}
 	last = first + uint64(len(entries)) - 1
-	batch := l.lastBatch.Load() + 1
-
 	l.buf = appendBatchFrame(l.buf[:0], first, entries)
-	tailStart, tailSize, created := l.nextTail(len(l.buf), batch)
-	err = l.wal.Write(batch, l.buf)
+	err = l.appendFrame(l.lastBatch.Load()+1, l.buf, first, last, true)
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // do not hold on to the memory of one huge batch
 	}
 	if err != nil {
-		return 0, 0, l.poison(fmt.Errorf("append %d-%d: %w", first, last, err))
+		return 0, 0, err
 	}
-	if created {
-		if l.opts.UnsafeNoSync {
-			l.dirUnsynced = true // until Sync
-		} else if err := SyncDir(l.dir); err != nil {
-			return 0, 0, l.poison(fmt.Errorf("append %d-%d: sync directory after new segment: %w", first, last, err))
-		}
-		// wal caches the segment it just closed; we never read it back.
-		l.wal.ClearCache()
-		l.cycled++
-	}
-	l.tailStart.Store(tailStart)
-	l.tailSize = tailSize
-	l.lastBatch.Store(batch)
-	if l.empty {
-		l.first.Store(first) // the first batch the log holds
-		l.empty = false
-	}
-	l.last.Store(last)
 	if l.cycled >= reopenAfterSegments {
 		// wal's list of segments grows by one for each it creates, even
 		// once TruncateFront removed them; a reopen lists the directory
@@ -318,6 +390,58 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		}
 	}
 	return first, last, nil
+}
+
+// appendFrame writes frame, the batch of records first to last, as wal
+// entry batch, and, if sync, makes it durable: in the sync ring, or by
+// an fsync of the last segment when the ring has no room for it (a
+// segment wal closes it syncs itself). A failure poisons the handle.
+func (l *Log) appendFrame(batch uint64, frame []byte, first, last uint64, sync bool) error {
+	tailStart, tailSize, created := l.nextTail(len(frame), batch)
+	if err := l.wal.Write(batch, frame); err != nil {
+		return l.poison(fmt.Errorf("append %d-%d: %w", first, last, err))
+	}
+	if created {
+		if l.opts.UnsafeNoSync {
+			l.dirUnsynced = true // until Sync
+		} else if err := SyncDir(l.dir); err != nil {
+			return l.poison(fmt.Errorf("append %d-%d: sync directory after new segment: %w", first, last, err))
+		}
+		// wal caches the segment it just closed; we never read it back.
+		l.wal.ClearCache()
+		l.cycled++
+		if l.ring != nil {
+			l.ring.restart() // wal synced the segment it closed
+		}
+	}
+	if sync && l.ring != nil && tailStart <= batch {
+		if err := l.syncTail(batch, frame); err != nil {
+			return l.poison(fmt.Errorf("append %d-%d: %w", first, last, err))
+		}
+	}
+	l.tailStart.Store(tailStart)
+	l.tailSize = tailSize
+	l.lastBatch.Store(batch)
+	if l.empty {
+		l.first.Store(first) // the first batch the log holds
+		l.empty = false
+	}
+	l.last.Store(last)
+	return nil
+}
+
+// syncTail makes durable the batch just written to the last segment: in
+// the sync ring if it has room, else by an fsync of the segment, after
+// which a new lap starts.
+func (l *Log) syncTail(batch uint64, frame []byte) error {
+	if l.ring.fits(len(frame)) {
+		return l.ring.put(batch, frame)
+	}
+	if err := l.wal.Sync(); err != nil {
+		return fmt.Errorf("sync the last segment: %w", err)
+	}
+	l.ring.restart()
+	return nil
 }
 
 // Sync fsyncs the last segment, and the directory if segments were made
@@ -552,11 +676,16 @@ func (l *Log) Close() error {
 		l.wal = nil
 	}
 	if l.poisoned.Load() {
-		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition))
+		err := restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
+		if err == nil {
+			err = l.settleRing()
+		}
+		errs = append(errs, err)
 	} else if len(errs) == 0 || errs[0] == nil {
 		m := cleanMarker{lastBatch: l.lastBatch.Load(), last: l.last.Load(), tailSize: l.tailSize}
 		errs = append(errs, writeCleanMarker(l.dir, m))
 	}
+	errs = append(errs, l.ring.close())
 	if err := errors.Join(errs...); err != nil {
 		return l.errorf("close: %w", err)
 	}

@@ -122,7 +122,14 @@ func verify(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(out, ", closed cleanly")
 		}
 		fmt.Fprintln(out)
-		if rep.TornTailBytes > 0 {
+		switch {
+		case rep.RingBatches > 0:
+			fmt.Fprintf(out, "  the sync ring holds %s the last segment lost in a crash (restored when the directory is opened", plural(rep.RingBatches, "batch"))
+			if rep.TornTailBytes > 0 {
+				fmt.Fprintf(out, ", in place of %d bytes from byte %d of segment %s", rep.TornTailBytes, rep.TornTailOffset, rep.TornTailSegment)
+			}
+			fmt.Fprintln(out, ")")
+		case rep.TornTailBytes > 0:
 			fmt.Fprintf(out, "  torn tail: %d bytes from byte %d of segment %s (a batch a crash tore, never acknowledged; cut when the directory is opened)\n",
 				rep.TornTailBytes, rep.TornTailOffset, rep.TornTailSegment)
 		}

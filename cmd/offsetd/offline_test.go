@@ -96,7 +96,9 @@ func TestVerifyAndDump(t *testing.T) {
 
 // After a clean close, bytes past the end are damage; after a crash they
 // are a torn tail, reported but no damage (offsetd cuts it on open); a
-// flipped byte before the tail is damage, named by segment and index.
+// flipped byte in batches the sync ring holds is what a crash can leave
+// (offsetd restores them on open); before what it holds it is damage,
+// named by segment and index.
 func TestVerifyFindsDamage(t *testing.T) {
 	data := fillDataDir(t)
 	seg := firstSegment(data)
@@ -129,6 +131,21 @@ func TestVerifyFindsDamage(t *testing.T) {
 	if err := os.WriteFile(seg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The sync ring still holds every batch since the segment was last
+	// synced: after a crash the damage may be pages the segment lost.
+	out = mustRun(t, 0, nil, "verify", data)
+	if !strings.Contains(out, "the sync ring holds 5 batches") {
+		t.Fatalf("verify of damage the sync ring covers:\n%s", out)
+	}
+	// Without the ring's copies, it is damage.
+	ring, err := os.OpenFile(filepath.Join(coordinator.JournalDir(data), "RING"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ring.WriteAt(make([]byte, 64), 0); err != nil {
+		t.Fatal(err)
+	}
+	ring.Close()
 	out = mustRun(t, 1, nil, "verify", data)
 	for _, want := range []string{"DAMAGED", "00000000000000000001", "index 1", "problems found"} {
 		if !strings.Contains(out, want) {

@@ -1,0 +1,333 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+)
+
+// The sync ring: where a batch in the last segment becomes durable.
+//
+// wal appends to its segment files, so every fsync of a segment must
+// write the file's new size as well as its data: two writes to the
+// device, one after the other, where a file written in place needs one.
+// So Append writes each batch to its segment without a sync, and a copy
+// of it into a file of fixed size written round and round, and syncs only
+// that file (fdatasync: the data alone). wal syncs a segment when it closes
+// it, so everything below the last segment is durable on its own; the
+// ring holds the batches of the last segment since it was last synced.
+//
+// A lap starts at byte 0 when everything before its first batch is
+// durable in the segments: after wal closes a segment, at Open, after a
+// failed write, and when the next batch does not fit before the end of
+// the file (the last segment is then fsynced instead). Every record of a
+// lap carries the lap's random nonce and the next wal index, so a read
+// from byte 0 finds exactly the current lap: the first record of another
+// lap, a torn record or zeros end it.
+//
+//	record: | crc32c u32 | nonce u64 | wal index u64 | len u32 | frame |  (LE)
+//	crc32c:  of the 20 bytes after it and the frame
+//
+// The frame is the batch's frame as the segment holds it (see the package
+// documentation). After a crash, Open compares the lap with the segments:
+// where the last segment lost batches that the lap holds (the page cache
+// never wrote them, or wrote some of their pages), it cuts the segment
+// back to its last whole batch and appends the lap's batches after it
+// (see planRestore).
+const (
+	ringName   = "RING"
+	ringHeader = 4 + 8 + 8 + 4
+)
+
+// ring is the open sync ring of a journal; its owner is the Log's owner.
+type ring struct {
+	path  string
+	f     *os.File
+	size  int64 // the bytes a lap may use
+	pos   int64 // where the next record goes, in the current lap
+	nonce uint64
+	// next is the wal index the next record must carry, in the current
+	// lap; 0 when a lap must start (restart).
+	next uint64
+	buf  []byte
+}
+
+// ringLap is the lap a ring file holds: frames for the wal indexes first,
+// first+1, ... in order.
+type ringLap struct {
+	first  uint64
+	frames [][]byte
+}
+
+// lastBatch returns the wal index of the lap's last batch, first-1 if it
+// holds none.
+func (r ringLap) lastBatch() uint64 { return r.first + uint64(len(r.frames)) - 1 }
+
+// entries returns the lap's batches from wal index from on as wal's
+// binary entries, as a segment starting at from would hold them.
+func (r ringLap) entries(from uint64) []byte {
+	var b []byte
+	for i, f := range r.frames {
+		if r.first+uint64(i) >= from {
+			b = binary.AppendUvarint(b, uint64(len(f)))
+			b = append(b, f...)
+		}
+	}
+	return b
+}
+
+// ringSize is the length of one lap for segments of segmentSize bytes: a
+// lap normally ends with its segment, so two segments' worth leaves room.
+func ringSize(segmentSize int) int64 {
+	return min(max(2*int64(segmentSize), 64<<10), 64<<20)
+}
+
+// openRing opens (or creates) the ring file of the journal in dir, and
+// reads the lap it holds. A file shorter than size is filled up with
+// zeros and synced; a new one is synced with the directory.
+func openRing(dir string, size int64) (*ring, ringLap, error) {
+	path := filepath.Join(dir, ringName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640); err == nil {
+			err = errors.Join(f.Sync(), SyncDir(dir))
+			if err != nil {
+				f.Close()
+			}
+		}
+	}
+	if err != nil {
+		return nil, ringLap{}, fmt.Errorf("open %s: %w", ringName, err)
+	}
+	data, err := io.ReadAll(f)
+	if err == nil && int64(len(data)) < size {
+		err = fill(f, int64(len(data)), size)
+	}
+	if err != nil {
+		f.Close()
+		return nil, ringLap{}, fmt.Errorf("%s: %w", ringName, err)
+	}
+	return &ring{path: path, f: f, size: size}, readLap(data), nil
+}
+
+// fill writes zeros to f from byte from up to byte to, and syncs it: the
+// ring is written in place from then on, so a sync never has to write its
+// size or allocate blocks.
+func fill(f *os.File, from, to int64) error {
+	zeros := make([]byte, min(to-from, 1<<20))
+	for off := from; off < to; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// readLap returns the lap that data, a ring file, holds from byte 0.
+func readLap(data []byte) ringLap {
+	var lap ringLap
+	var nonce uint64
+	for pos := 0; pos+ringHeader <= len(data); {
+		h := data[pos : pos+ringHeader]
+		n := binary.LittleEndian.Uint32(h[20:])
+		if uint64(n) > uint64(len(data)-pos-ringHeader) || n < minFrameSize {
+			break
+		}
+		body := data[pos+4 : pos+ringHeader+int(n)]
+		if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h) {
+			break
+		}
+		rn, index := binary.LittleEndian.Uint64(h[4:]), binary.LittleEndian.Uint64(h[12:])
+		if len(lap.frames) == 0 {
+			if index == 0 {
+				break
+			}
+			nonce, lap.first = rn, index
+		} else if rn != nonce || index != lap.lastBatch()+1 {
+			break
+		}
+		lap.frames = append(lap.frames, data[pos+ringHeader:pos+ringHeader+int(n)])
+		pos += ringHeader + int(n)
+	}
+	return lap
+}
+
+// restart makes the next record start a new lap: everything appended so
+// far is durable in the segments.
+func (r *ring) restart() { r.next = 0 }
+
+// fits reports whether a frame of n bytes fits in the current lap, or at
+// the start of a new one if one must start.
+func (r *ring) fits(n int) bool {
+	pos := r.pos
+	if r.next == 0 {
+		pos = 0
+	}
+	return pos+ringHeader+int64(n) <= r.size
+}
+
+// put writes the frame of the batch at wal index index and syncs its data;
+// the caller checked that it fits. The batch must be the next of the lap,
+// or everything before it durable in the segments if a lap starts.
+func (r *ring) put(index uint64, frame []byte) error {
+	if r.next == 0 {
+		r.pos, r.nonce, r.next = 0, rand.Uint64(), index
+	}
+	if index != r.next {
+		return fmt.Errorf("%s: batch %d written after %d", ringName, index, r.next-1)
+	}
+	b := r.buf[:0]
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, r.nonce)
+	b = binary.LittleEndian.AppendUint64(b, index)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(frame)))
+	b = append(b, frame...)
+	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], castagnoli))
+	if cap(b) <= 1<<20 {
+		r.buf = b
+	}
+	if _, err := r.f.WriteAt(b, r.pos); err != nil {
+		return fmt.Errorf("write %s: %w", ringName, err)
+	}
+	if err := datasync(r.f); err != nil {
+		return fmt.Errorf("sync %s: %w", ringName, err)
+	}
+	r.pos += int64(len(b))
+	r.next++
+	return nil
+}
+
+// clear overwrites the start of the file, so that it holds no lap, and
+// syncs it: after a failed write, a batch the ring holds must not come
+// back. A lap starts with the next record.
+func (r *ring) clear() error {
+	r.restart()
+	if _, err := r.f.WriteAt(make([]byte, ringHeader), 0); err != nil {
+		return fmt.Errorf("clear %s: %w", ringName, err)
+	}
+	if err := datasync(r.f); err != nil {
+		return fmt.Errorf("clear %s: %w", ringName, err)
+	}
+	return nil
+}
+
+// close closes the file; a nil ring is none.
+func (r *ring) close() error {
+	if r == nil {
+		return nil
+	}
+	return r.f.Close()
+}
+
+// planRestore decides what lap, read from the ring after a crash, adds to
+// segs (a journal's segment files, oldest first): it returns the wal
+// index of the last whole batch the segments keep, and restore, true when
+// the lap holds batches after it, which Open appends once it has cut the
+// segments back to keep.
+//
+// The segments are read from the one that holds the lap's first batch.
+// Their whole batches there may stop short of the lap's end: the page
+// cache wrote some of their pages, or none, before the crash, as the ring
+// made them durable instead. Damage there is not corruption if the lap
+// holds the batch that is damaged; but a whole batch after the damage is,
+// if it is not the one batch that can have been in flight after the lap
+// (written to its segment, and not yet synced into the ring).
+func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, restore bool, err error) {
+	if len(lap.frames) == 0 {
+		return 0, false, nil
+	}
+	res, _ := scanEntries(lap.entries(lap.first), lap.first, partition, 0, 0, math.MaxUint64, nil)
+	if res.bad != nil || res.entries != len(lap.frames) {
+		// Each frame passed the ring's checksum: only a writer's bug
+		// gets here.
+		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: lap.first + uint64(res.entries), Err: errRingBatch}
+	}
+	after := res.last // past the damage, whole batches must not go past it
+	next := uint64(1) // a journal with no segment file holds nothing
+	if len(segs) > 0 {
+		var err error
+		if next, err = wholeBatches(segs, lap, after, partition); err != nil {
+			return 0, false, err
+		}
+	}
+	keep = next - 1
+	if lap.lastBatch() <= keep {
+		return keep, false, nil // the segments hold the whole lap
+	}
+	if lap.first > keep+1 {
+		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1, Err: errRingGap}
+	}
+	return keep, true, nil
+}
+
+// wholeBatches reads segs from the one holding the lap's first batch and
+// returns the wal index after their last whole batch, checking that no
+// whole batch follows damage but the one in flight after the lap
+// (records past after, the lap's last record index).
+func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) (uint64, error) {
+	i := 0
+	for i+1 < len(segs) && segs[i+1].index <= lap.first {
+		i++
+	}
+	next, prevLast := segs[i].index, uint64(0)
+	damaged, inflight := false, false
+	for _, s := range segs[i:] {
+		data, err := readSegment(s.path, nil)
+		if err != nil {
+			return 0, locate(err, partition)
+		}
+		from := 0
+		if !damaged && s.index == next {
+			res, _ := scanEntries(data, s.index, partition, prevLast, 0, math.MaxUint64, nil)
+			next += uint64(res.entries)
+			if res.last != 0 {
+				prevLast = res.last
+			}
+			if res.bad == nil {
+				continue
+			}
+			if next < lap.first {
+				// Below the lap: synced, so not torn.
+				return 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(res.end), Err: res.bad}
+			}
+			from = res.end + 1
+		} else if !damaged && next < lap.first {
+			return 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Err: errSegmentGap}
+		}
+		if !damaged {
+			// The batch in flight after the lap may have reached its
+			// segment whole, after pages that did not.
+			damaged, inflight = true, next <= lap.lastBatch()+1
+		}
+		for q := findFrame(data, from, after); q >= 0; q = findFrame(data, q+1, after) {
+			last := frameLast(data, q)
+			if !inflight || last < 0 {
+				return 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(q), Err: errPastRing}
+			}
+			inflight, after = false, uint64(last)
+		}
+	}
+	return next, nil
+}
+
+// frameLast returns the last record index of the whole entry at offset q
+// of data (found by findFrame), or -1 if it cannot be read.
+func frameLast(data []byte, q int) int64 {
+	size, w := binary.Uvarint(data[q:])
+	f, err := decodeFrame(data[q+w : q+w+int(size)])
+	if err != nil {
+		return -1
+	}
+	_, last, err := frameRecords(f, 0, 0, nil)
+	if err != nil {
+		return -1
+	}
+	return int64(last)
+}

@@ -1,0 +1,232 @@
+package log
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// crashState is what a crash of a live log leaves on disk, taken while
+// the log is open: the sync ring as it was after the first rings appends,
+// and the segment files after all of them. An append's segment write
+// comes before its ring write, so the batches after the first rings are
+// in flight: in the segment, not yet in the ring.
+type crashState struct {
+	dir  string
+	want []record // acknowledged: in the ring, or synced
+	ring []byte
+	lap  ringLap
+	tail segmentFile
+	// lapStart is the byte offset in the tail of the lap's first batch,
+	// starts that of each batch; acked is the tail's size once the last
+	// acknowledged batch was written.
+	lapStart, acked int
+	starts          []int
+}
+
+// liveCrash appends batches of ten records to a log in a fresh directory
+// and returns what a crash after the acked-th and inflight more would
+// leave (a state, in a directory that nothing has open).
+func liveCrash(t *testing.T, opts Options, acked, inflight int) crashState {
+	t.Helper()
+	live := t.TempDir()
+	l := mustOpen(t, live, opts)
+	defer mustClose(t, l)
+	var st crashState
+	for i := range acked {
+		st.want = append(st.want, mustAppendBatch(t, l, testEntries(i*10, 10))...)
+	}
+	st.ring = mustReadFile(t, filepath.Join(live, ringName))
+	st.acked = int(l.tailSize)
+	for i := range inflight {
+		mustAppendBatch(t, l, testEntries((acked+i)*10, 10))
+	}
+	st.dir = t.TempDir()
+	copyDir(t, live, st.dir)
+	if err := os.WriteFile(filepath.Join(st.dir, ringName), st.ring, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	st.lap = readLap(st.ring)
+	segs := segmentFiles(t, st.dir)
+	st.tail = segs[len(segs)-1]
+	st.lapStart = -1
+	data := mustReadFile(t, st.tail.path)
+	for pos, index := 0, st.tail.index; pos < len(data); index++ {
+		if index == st.lap.first {
+			st.lapStart = pos
+		}
+		st.starts = append(st.starts, pos)
+		n, w := binary.Uvarint(data[pos:])
+		pos += w + int(n)
+	}
+	return st
+}
+
+// damageTail replaces the tail segment's bytes from..to with zeros, or
+// cuts it at from when to is -1.
+func (st crashState) damageTail(t *testing.T, from, to int) {
+	t.Helper()
+	data := mustReadFile(t, st.tail.path)
+	if to < 0 {
+		data = data[:from]
+	} else {
+		clear(data[from:to])
+	}
+	if err := os.WriteFile(st.tail.path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRingRestoresWhatTheSegmentLost: after a power cut, the last segment
+// keeps any subset of the pages written since it was last synced, and
+// Open restores the batches the sync ring holds, dropping the batch in
+// flight; Inspect reports the same without changing anything.
+func TestRingRestoresWhatTheSegmentLost(t *testing.T) {
+	const page = 4096
+	opts := testOptions(t, 1<<20)
+	for _, tt := range []struct {
+		name     string
+		inflight int
+		damage   func(st crashState) (from, to int)
+	}{
+		{"every page since the lap started lost", 0, func(st crashState) (int, int) { return st.lapStart, -1 }},
+		{"the batch in flight kept, the pages before it lost", 1, func(st crashState) (int, int) { return st.lapStart, st.acked }},
+		{"a middle page lost, later pages kept", 1, func(st crashState) (int, int) { return 2 * page, 3 * page }},
+		{"the first page lost, the rest kept", 0, func(st crashState) (int, int) { return 0, page }},
+		{"nothing lost", 0, func(st crashState) (int, int) { return 0, 0 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := liveCrash(t, opts, 60, tt.inflight)
+			if st.lapStart != 0 || st.acked < 4*page || len(st.lap.frames) != 60 {
+				t.Fatalf("the lap holds %d batches from byte %d, the tail %d bytes: want 60 from 0, over 4 pages", len(st.lap.frames), st.lapStart, st.acked)
+			}
+			from, to := tt.damage(st)
+			st.damageTail(t, from, to)
+			var inspected []record
+			rep, err := Inspect(st.dir, testPartition, collect(&inspected))
+			if err != nil || rep.LastIndex != st.want[len(st.want)-1].Index {
+				t.Fatalf("Inspect = %+v, %v", rep, err)
+			}
+			checkRecords(t, "Inspect", inspected, st.want)
+			l := mustOpen(t, st.dir, opts)
+			checkRecords(t, "Replay", replayAll(t, l, 0), st.want)
+			want := append(st.want, mustAppend(t, l, testEntries(900, 3))...)
+			mustClose(t, l)
+			l = mustOpen(t, st.dir, opts)
+			checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
+			mustClose(t, l)
+		})
+	}
+}
+
+// TestRingTornRecord: the ring's last record is torn (its write was in
+// flight), and the segment lost its batches: Open keeps every batch
+// before it.
+func TestRingTornRecord(t *testing.T) {
+	opts := testOptions(t, 1<<20)
+	st := liveCrash(t, opts, 12, 0)
+	last := st.lap.frames[len(st.lap.frames)-1]
+	end := bytes.Index(st.ring, last) + len(last)
+	clear(st.ring[end-5 : end])
+	if err := os.WriteFile(filepath.Join(st.dir, ringName), st.ring, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	st.damageTail(t, st.lapStart, -1)
+	l := mustOpen(t, st.dir, opts)
+	checkRecords(t, "Replay", replayAll(t, l, 0), st.want[:len(st.want)-10])
+	mustClose(t, l)
+}
+
+// TestRingRefusesWhatItCannotExplain: damage the ring cannot account for
+// is corruption, named where it is: two whole batches after damage, past
+// the ring (only one can be in flight); damage before the lap, in
+// batches synced to their segment; a ring that starts after the
+// segments' last whole batch.
+func TestRingRefusesWhatItCannotExplain(t *testing.T) {
+	const page = 4096
+	t.Run("two batches past the ring", func(t *testing.T) {
+		st := liveCrash(t, testOptions(t, 1<<20), 60, 2)
+		st.damageTail(t, 2*page, 3*page)
+		checkCorrupt(t, st.dir, testOptions(t, 1<<20), st.tail.name(), errPastRing)
+	})
+	t.Run("damage before the lap", func(t *testing.T) {
+		opts := testOptions(t, 1<<20)
+		opts.ringSize = 2048 // laps of a few batches: the tail is synced when one ends
+		st := liveCrash(t, opts, 40, 0)
+		if st.lapStart < 2*page {
+			t.Fatalf("the lap starts at byte %d of the tail", st.lapStart)
+		}
+		st.damageTail(t, page, page+100)
+		checkCorrupt(t, st.dir, opts, st.tail.name(), errFrameCRC)
+	})
+	t.Run("ring after the segments", func(t *testing.T) {
+		opts := testOptions(t, 1<<20)
+		opts.ringSize = 2048
+		st := liveCrash(t, opts, 40, 0)
+		// The segment ends cleanly, a whole batch before the lap.
+		st.damageTail(t, st.starts[st.lap.first-st.tail.index-1], -1)
+		checkCorrupt(t, st.dir, opts, ringName, errRingGap)
+	})
+}
+
+// checkCorrupt checks that Inspect and Open both refuse dir, naming file
+// and reason, and change nothing.
+func checkCorrupt(t *testing.T, dir string, opts Options, file string, why error) {
+	t.Helper()
+	before := mustReadFile(t, filepath.Join(dir, ringName))
+	_, ierr := Inspect(dir, testPartition, nil)
+	_, oerr := Open(dir, opts)
+	for _, err := range []error{ierr, oerr} {
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Segment != file || !errors.Is(err, why) {
+			t.Fatalf("Inspect: %v; Open: %v; want a CorruptError in %s: %v", ierr, oerr, file, why)
+		}
+	}
+	if !bytes.Equal(before, mustReadFile(t, filepath.Join(dir, ringName))) {
+		t.Fatal("the ring changed")
+	}
+}
+
+// TestRingClearedAfterAFailedWrite: a batch that failed after it reached
+// the ring is not restored by the next Open: the failure clears the ring,
+// once the batches before it are synced to their segment.
+func TestRingClearedAfterAFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(t, 1<<20)
+	l := mustOpen(t, dir, opts)
+	defer func() {
+		if l != nil {
+			l.Close()
+		}
+	}()
+	want := mustAppend(t, l, testEntries(0, 20))
+	// The next batch reaches the ring, and then its fsync "fails".
+	failed := testEntries(100, 3)
+	l.buf = appendBatchFrame(l.buf[:0], l.LastIndex()+1, failed)
+	if err := l.wal.Write(l.lastBatch.Load()+1, l.buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ring.put(l.lastBatch.Load()+1, l.buf); err != nil {
+		t.Fatal(err)
+	}
+	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); lap.lastBatch() != l.lastBatch.Load()+1 {
+		t.Fatalf("the ring's lap ends at %d", lap.lastBatch())
+	}
+	l.poison(errors.New("injected"))
+	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); len(lap.frames) != 0 {
+		t.Fatalf("the ring still holds batches %d-%d after the failure", lap.first, lap.lastBatch())
+	}
+	// A crash now: the next Open has what was acknowledged, and the
+	// failed batch nowhere.
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed)
+	c := mustOpen(t, crashed, opts)
+	checkRecords(t, "Replay after the crash", replayAll(t, c, 0), want)
+	mustClose(t, c)
+	// The log itself recovers and goes on.
+	want = append(want, mustAppend(t, l, testEntries(200, 2))...)
+	checkRecords(t, "Replay after recovery", replayAll(t, l, 0), want)
+}
