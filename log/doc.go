@@ -1,7 +1,7 @@
 // Package log is offsetd's commit journal: one durable, segmented,
 // append-only log on top of github.com/tidwall/wal, shared by every
 // internal partition. Each batch of records is one wal entry under one
-// checksum and one fsync; every record names its partition. The package
+// checksum and one sync; every record names its partition. The package
 // also writes and reads the partitions' snapshot files. It cuts a torn
 // batch on open, refuses damage anywhere else (and any damage after a
 // clean close), recovers from a failed write without ever showing the
@@ -110,22 +110,28 @@
 //
 // # Damage
 //
-// A crash can only damage what was written since the last segment was
-// last synced, and the ring's lap holds every acknowledged batch of it.
-// So after a crash Open reads the lap, and where the last segment's whole
-// batches stop short of its end (pages of the segment lost, in any
-// order), cuts the segment there and appends the lap's batches after it.
-// A batch is one entry under one checksum, so a batch torn anyhow (cut
-// short, some pages written and others not, zero-filled) fails to read;
-// the one batch that can have been in flight, written to its segment and
-// not yet to the ring, is cut if it did not survive whole. Open logs what
-// it cut and what it restored. Damage the lap cannot explain is not a
-// torn write: damage before the lap, a whole batch after damage that goes
-// past the lap and the batch in flight, a lap that starts after the
-// segments end. Open then fails with a *CorruptError (errors.Is
+// A crash can only damage what was written to the last segment since it
+// was last synced, and the ring's lap holds every acknowledged batch of
+// that (a batch that closed its segment, or did not fit in the ring, was
+// synced in its segment instead, and the next lap starts after it). So
+// after a crash Open reads the lap, and where the last segment's whole
+// batches stop short of the lap's end (pages of the segment lost, in any
+// order), cuts the segment there and appends the lap's batches after it;
+// the lap's copies of the batches the segment kept must equal them byte
+// for byte. A batch is one entry under one checksum, so a batch torn
+// anyhow (cut short, some pages written and others not, zero-filled)
+// fails to read; the one batch that can have been in flight, written to
+// its segment and not yet to the ring, is cut when batches are restored
+// before it, and otherwise kept if it reached the disk whole. Open logs
+// what it cut and what it restored. Damage the lap cannot explain is not
+// a torn write: damage in a segment wal closed, or before the lap, a
+// whole batch after damage that goes past the lap and the batch in
+// flight, a lap that starts after the segments end or whose copies
+// differ from them. Open then fails with a *CorruptError (errors.Is
 // ErrCorrupt) naming partition, file and entry, and so does Replay for
 // damage it meets in older segments. After a clean close nothing can be
-// torn: the ring is not read, any damage at the end is corruption, and
-// the journal must end exactly where the marker says. Inspect reports all
-// of this without changing anything.
+// torn: nothing is restored from the ring (a lap past the marker's end is
+// corruption), any damage at the end is corruption, and the journal must
+// end exactly where the marker says. Inspect reports all of this without
+// changing anything.
 package log

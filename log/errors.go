@@ -52,7 +52,8 @@ const (
 	errCleanMarker  corruption = "clean-close marker damaged"
 	errRingGap      corruption = "the sync ring starts after the last whole batch of the segments"
 	errPastRing     corruption = "a whole batch follows damage in the last segment, past what the sync ring holds"
-	errRingBatch    corruption = "a batch in the sync ring does not read, though its checksum passed"
+	errRingBatch    corruption = "a batch in the sync ring does not read, or does not follow the segments, though its checksum passed"
+	errRingDiffers  corruption = "the sync ring's copy of a batch differs from the segment's"
 )
 
 // CorruptError locates damage in a log directory. It matches ErrCorrupt

@@ -101,7 +101,8 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 	for i, s := range segs {
 		tail := i == len(segs)-1 || (restore && s.index == keep+1)
 		if restore && s.index > keep+1 {
-			break // Open removes it before it restores the ring's batches
+			rep.Segments = i // Open removes the rest before it restores the ring's batches
+			break
 		}
 		if s.index != next {
 			return rep, &CorruptError{Partition: -1, Segment: s.name(), Index: next, Err: errSegmentGap}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -22,7 +23,8 @@ type Options struct {
 
 	// UnsafeNoSync skips the syncs of Append, and the sync ring: an
 	// acknowledged entry can be lost to a crash of the machine. Open,
-	// recovery and TruncateFront still sync.
+	// recovery and TruncateFront still sync. Open still restores from a
+	// sync ring that a run without it left, and then clears it.
 	UnsafeNoSync bool
 
 	// Partition names the log in errors and log messages, and is the
@@ -165,16 +167,29 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, locate(err, opts.Partition)
 	}
+	// With UnsafeNoSync the ring is read, if a run with syncs left one,
+	// and then cleared: such a log keeps no lap.
 	var lap ringLap
-	if !opts.UnsafeNoSync {
-		if l.ring, lap, err = openRing(dir, opts.syncRingSize()); err != nil {
+	if _, serr := os.Stat(filepath.Join(dir, ringName)); !opts.UnsafeNoSync || serr == nil {
+		size := opts.syncRingSize()
+		if opts.UnsafeNoSync {
+			size = 0
+		}
+		if l.ring, lap, err = openRing(dir, size); err != nil {
 			return nil, l.errorf("open: %w", err)
 		}
 	}
-	if err := l.openRestoring(clean, lap); err != nil {
-		if l.ring != nil {
-			l.ring.close()
+	err = l.openRestoring(clean, lap)
+	if err == nil && opts.UnsafeNoSync && l.ring != nil {
+		if err = l.ring.clear(); err != nil {
+			l.wal.Close()
+			err = l.errorf("open: %w", err)
 		}
+		l.ring.close()
+		l.ring = nil
+	}
+	if err != nil {
+		l.ring.close()
 		return nil, err
 	}
 	if clean != nil {
@@ -335,12 +350,15 @@ func (l *Log) SkipTo(next uint64) error {
 // partition, or the batch is empty (ErrInvalid). Append does not keep
 // entries or their payloads.
 //
-// Any write or sync error poisons the handle: the batch is failed, the
-// segment files are cut back to the last acknowledged batch, and the next
-// Append (or TruncateFront) first reopens the log through Recover. The
-// records of a failed batch never show up later, not even after a reopen.
-// If recovery fails, Append returns its error and tries again the next
-// time.
+// Any write or sync error poisons the handle: the batch is failed, its
+// copy in the sync ring is overwritten, the segment files are cut back to
+// the last acknowledged batch, and the next Append (or TruncateFront)
+// first reopens the log through Recover. The records of a failed batch
+// never show up later, not even after a reopen, but for one window: a
+// crash before its copy is overwritten, if only the sync of the copy
+// failed and the copy reached the disk whole, brings it back (as a batch
+// whose sync succeeded but whose answer a crash lost). If recovery fails,
+// Append returns its error and tries again the next time.
 func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 	if l.closed {
 		return 0, 0, l.errorf("append: %w", ErrClosed)
@@ -676,9 +694,9 @@ func (l *Log) Close() error {
 		l.wal = nil
 	}
 	if l.poisoned.Load() {
-		err := restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
+		err := l.forgetFailed()
 		if err == nil {
-			err = l.settleRing()
+			err = restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
 		}
 		errs = append(errs, err)
 	} else if len(errs) == 0 || errs[0] == nil {

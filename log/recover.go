@@ -26,9 +26,9 @@ func (l *Log) poison(cause error) error {
 		}
 		l.wal = nil
 	}
-	rerr := restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
+	rerr := l.forgetFailed()
 	if rerr == nil {
-		rerr = l.settleRing()
+		rerr = restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
 	}
 	if rerr != nil {
 		l.logger.Warn("log: cut back after the failed write failed, will retry on recovery", "err", rerr.Error())
@@ -36,34 +36,16 @@ func (l *Log) poison(cause error) error {
 	return err
 }
 
-// settleRing, once the segment files are cut back to the last
-// acknowledged batch, syncs the last segment and clears the sync ring: the
-// ring may hold the failed batch, which must not come back at the next
-// Open, and every acknowledged batch it held is then durable in the
-// segment. (A crash between the cut and the clear can still bring the
-// failed batch back, if its copy in the ring reached the disk.)
-func (l *Log) settleRing() error {
+// forgetFailed makes sure that the sync ring never gives back the batch
+// whose write failed: the ring's copy of it, whole if only its sync
+// failed, is overwritten where the lap's next record goes. The copies of
+// the acknowledged batches before it stay, which the segment may still
+// need.
+func (l *Log) forgetFailed() error {
 	if l.ring == nil {
 		return nil
 	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return locate(err, l.opts.Partition)
-	}
-	if n := len(st.segments); n > 0 {
-		f, err := os.OpenFile(st.segments[n-1].path, os.O_WRONLY, 0)
-		if err != nil {
-			return locate(err, l.opts.Partition)
-		}
-		err = datasync(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return locate(fmt.Errorf("sync %s: %w", st.segments[n-1].name(), err), l.opts.Partition)
-		}
-	}
-	return locate(l.ring.clear(), l.opts.Partition)
+	return locate(l.ring.forget(), l.opts.Partition)
 }
 
 // Recover closes the wal handle, cuts the segment files back to the last
@@ -92,10 +74,10 @@ func (l *Log) recover() error {
 		l.wal = nil
 	}
 	last, lastBatch, first := l.last.Load(), l.lastBatch.Load(), l.first.Load()
-	if err := restoreFiles(l.dir, lastBatch, l.opts.Partition); err != nil {
+	if err := l.forgetFailed(); err != nil {
 		return err
 	}
-	if err := l.settleRing(); err != nil {
+	if err := restoreFiles(l.dir, lastBatch, l.opts.Partition); err != nil {
 		return err
 	}
 	if err := l.openWAL(nil); err != nil {

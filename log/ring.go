@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,13 +25,15 @@ import (
 // it, so everything below the last segment is durable on its own; the
 // ring holds the batches of the last segment since it was last synced.
 //
-// A lap starts at byte 0 when everything before its first batch is
-// durable in the segments: after wal closes a segment, at Open, after a
-// failed write, and when the next batch does not fit before the end of
-// the file (the last segment is then fsynced instead). Every record of a
-// lap carries the lap's random nonce and the next wal index, so a read
-// from byte 0 finds exactly the current lap: the first record of another
-// lap, a torn record or zeros end it.
+// The file is written in full with zeros when it is made, so that a sync
+// of it never writes its size or allocates blocks. A lap starts at byte 0
+// when everything before its first batch is durable in the segments:
+// after wal closes a segment, at Open, and when the next batch does not
+// fit before the end of the file (the last segment is then fsynced
+// instead). A failed write overwrites the place of its batch's copy, and
+// the lap goes on. Every record of a lap carries the lap's random nonce
+// and the next wal index, so a read from byte 0 finds exactly the current
+// lap: the first record of another lap, a torn record or zeros end it.
 //
 //	record: | crc32c u32 | nonce u64 | wal index u64 | len u32 | frame |  (LE)
 //	crc32c:  of the 20 bytes after it and the frame
@@ -205,11 +208,27 @@ func (r *ring) put(index uint64, frame []byte) error {
 }
 
 // clear overwrites the start of the file, so that it holds no lap, and
-// syncs it: after a failed write, a batch the ring holds must not come
-// back. A lap starts with the next record.
+// syncs it. Open does so for a log opened with UnsafeNoSync, which keeps
+// no lap, once what the lap held is synced in the segments.
 func (r *ring) clear() error {
 	r.restart()
-	if _, err := r.f.WriteAt(make([]byte, ringHeader), 0); err != nil {
+	return r.zero(0)
+}
+
+// forget overwrites, and syncs, the place where the record of the lap's
+// next batch goes: after a failed write of that batch, its copy (whole,
+// if the write failed only in its sync) must never be read back as part
+// of the lap. The acknowledged batches before it keep their copies.
+func (r *ring) forget() error {
+	if r.next == 0 || r.pos+ringHeader > r.size {
+		return nil // no lap, a new one not started, or no room for the record
+	}
+	return r.zero(r.pos)
+}
+
+// zero overwrites the record header at pos and syncs the file.
+func (r *ring) zero(pos int64) error {
+	if _, err := r.f.WriteAt(make([]byte, ringHeader), pos); err != nil {
 		return fmt.Errorf("clear %s: %w", ringName, err)
 	}
 	if err := datasync(r.f); err != nil {
@@ -249,11 +268,18 @@ func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, r
 		// gets here.
 		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: lap.first + uint64(res.entries), Err: errRingBatch}
 	}
-	after := res.last // past the damage, whole batches must not go past it
-	next := uint64(1) // a journal with no segment file holds nothing
+	// Past the damage, whole batches must not start past the lap's last
+	// record (nor past its last batch's first index: a batch of no
+	// records, SkipTo's, ends before it starts).
+	after := res.last
+	if f, err := decodeFrame(lap.frames[len(lap.frames)-1]); err == nil {
+		if first, err := frameFirstIndex(f, lap.lastBatch()); err == nil {
+			after = max(after, first)
+		}
+	}
+	next, prevLast := uint64(1), uint64(0) // a journal with no segment file holds nothing
 	if len(segs) > 0 {
-		var err error
-		if next, err = wholeBatches(segs, lap, after, partition); err != nil {
+		if next, prevLast, err = wholeBatches(segs, lap, after, partition); err != nil {
 			return 0, false, err
 		}
 	}
@@ -264,57 +290,80 @@ func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, r
 	if lap.first > keep+1 {
 		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1, Err: errRingGap}
 	}
+	// The batches restored must go on where the segments' records stop.
+	if res, _ := scanEntries(lap.entries(keep+1), keep+1, partition, prevLast, 0, math.MaxUint64, nil); res.bad != nil {
+		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1 + uint64(res.entries), Err: fmt.Errorf("%w: %w", errRingBatch, res.bad)}
+	}
 	return keep, true, nil
 }
 
 // wholeBatches reads segs from the one holding the lap's first batch and
-// returns the wal index after their last whole batch, checking that no
-// whole batch follows damage but the one in flight after the lap
-// (records past after, the lap's last record index).
-func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) (uint64, error) {
+// returns the wal index after their last whole batch, and the last record
+// index up to it. A segment wal closed was synced before the next one was
+// made, so only the last can hold damage a crash explains, and whole
+// batches after it must not start past after, but the one batch in flight
+// after the lap. A whole batch the lap holds too must be the lap's copy,
+// byte for byte.
+func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) (next, prevLast uint64, err error) {
 	i := 0
 	for i+1 < len(segs) && segs[i+1].index <= lap.first {
 		i++
 	}
-	next, prevLast := segs[i].index, uint64(0)
-	damaged, inflight := false, false
-	for _, s := range segs[i:] {
+	next = segs[i].index
+	for k, s := range segs[i:] {
+		last := i+k == len(segs)-1
+		if s.index != next {
+			return 0, 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Err: errSegmentGap}
+		}
 		data, err := readSegment(s.path, nil)
 		if err != nil {
-			return 0, locate(err, partition)
+			return 0, 0, locate(err, partition)
 		}
-		from := 0
-		if !damaged && s.index == next {
-			res, _ := scanEntries(data, s.index, partition, prevLast, 0, math.MaxUint64, nil)
-			next += uint64(res.entries)
-			if res.last != 0 {
-				prevLast = res.last
-			}
-			if res.bad == nil {
-				continue
-			}
-			if next < lap.first {
-				// Below the lap: synced, so not torn.
-				return 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(res.end), Err: res.bad}
-			}
-			from = res.end + 1
-		} else if !damaged && next < lap.first {
-			return 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Err: errSegmentGap}
+		res, _ := scanEntries(data, s.index, partition, prevLast, 0, math.MaxUint64, nil)
+		if err := sameAsLap(data[:res.end], s, lap, partition); err != nil {
+			return 0, 0, err
 		}
-		if !damaged {
-			// The batch in flight after the lap may have reached its
-			// segment whole, after pages that did not.
-			damaged, inflight = true, next <= lap.lastBatch()+1
+		next += uint64(res.entries)
+		if res.last != 0 {
+			prevLast = res.last
 		}
-		for q := findFrame(data, from, after); q >= 0; q = findFrame(data, q+1, after) {
+		if res.bad == nil {
+			continue
+		}
+		if !last || next < lap.first {
+			// Synced: not torn.
+			return 0, 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(res.end), Err: res.bad}
+		}
+		// The batch in flight after the lap may have reached the segment
+		// whole, after pages that did not.
+		inflight := next <= lap.lastBatch()+1
+		for q := findFrame(data, res.end+1, after); q >= 0; q = findFrame(data, q+1, after) {
 			last := frameLast(data, q)
 			if !inflight || last < 0 {
-				return 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(q), Err: errPastRing}
+				return 0, 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(q), Err: errPastRing}
 			}
 			inflight, after = false, uint64(last)
 		}
 	}
-	return next, nil
+	return next, prevLast, nil
+}
+
+// sameAsLap checks that the whole entries of segment s, data, that the
+// lap holds too are its copies: a lap that does not belong to these
+// segments is never restored.
+func sameAsLap(data []byte, s segmentFile, lap ringLap, partition int) error {
+	for pos, index := 0, s.index; pos < len(data); index++ {
+		size, w := binary.Uvarint(data[pos:])
+		frame := data[pos+w : pos+w+int(size)]
+		pos += w + int(size)
+		if index < lap.first || index > lap.lastBatch() {
+			continue
+		}
+		if !bytes.Equal(frame, lap.frames[index-lap.first]) {
+			return &CorruptError{Partition: partition, Segment: ringName, Index: index, Err: errRingDiffers}
+		}
+	}
+	return nil
 }
 
 // frameLast returns the last record index of the whole entry at offset q

@@ -190,43 +190,152 @@ func checkCorrupt(t *testing.T, dir string, opts Options, file string, why error
 	}
 }
 
-// TestRingClearedAfterAFailedWrite: a batch that failed after it reached
-// the ring is not restored by the next Open: the failure clears the ring,
-// once the batches before it are synced to their segment.
-func TestRingClearedAfterAFailedWrite(t *testing.T) {
+// TestRingForgetsAFailedWrite: a batch whose sync into the ring failed,
+// after its copy reached the file whole, is not restored by the next Open:
+// the failure overwrites that copy, and the acknowledged batches before
+// it keep theirs.
+func TestRingForgetsAFailedWrite(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions(t, 1<<20)
 	l := mustOpen(t, dir, opts)
-	defer func() {
-		if l != nil {
-			l.Close()
-		}
-	}()
+	defer l.Close()
 	want := mustAppend(t, l, testEntries(0, 20))
-	// The next batch reaches the ring, and then its fsync "fails".
+	acked := l.lastBatch.Load()
+	// The next batch reaches the segment and the ring, and then the
+	// ring's fdatasync "fails": put leaves its place as it was.
 	failed := testEntries(100, 3)
 	l.buf = appendBatchFrame(l.buf[:0], l.LastIndex()+1, failed)
-	if err := l.wal.Write(l.lastBatch.Load()+1, l.buf); err != nil {
+	if err := l.wal.Write(acked+1, l.buf); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ring.put(l.lastBatch.Load()+1, l.buf); err != nil {
+	pos, next := l.ring.pos, l.ring.next
+	if err := l.ring.put(acked+1, l.buf); err != nil {
 		t.Fatal(err)
 	}
-	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); lap.lastBatch() != l.lastBatch.Load()+1 {
+	l.ring.pos, l.ring.next = pos, next
+	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); lap.lastBatch() != acked+1 {
 		t.Fatalf("the ring's lap ends at %d", lap.lastBatch())
 	}
 	l.poison(errors.New("injected"))
-	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); len(lap.frames) != 0 {
-		t.Fatalf("the ring still holds batches %d-%d after the failure", lap.first, lap.lastBatch())
+	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); lap.lastBatch() != acked {
+		t.Fatalf("the ring holds batches %d-%d after the failure, want up to %d", lap.first, lap.lastBatch(), acked)
 	}
-	// A crash now: the next Open has what was acknowledged, and the
-	// failed batch nowhere.
+	// A crash now, with the segment's unsynced pages lost: the next Open
+	// has what was acknowledged, and the failed batch nowhere.
 	crashed := t.TempDir()
 	copyDir(t, dir, crashed)
+	segs := segmentFiles(t, crashed)
+	if err := os.Truncate(segs[len(segs)-1].path, 0); err != nil {
+		t.Fatal(err)
+	}
 	c := mustOpen(t, crashed, opts)
 	checkRecords(t, "Replay after the crash", replayAll(t, c, 0), want)
 	mustClose(t, c)
-	// The log itself recovers and goes on.
+	// The log itself recovers and goes on, in the same lap.
 	want = append(want, mustAppend(t, l, testEntries(200, 2))...)
 	checkRecords(t, "Replay after recovery", replayAll(t, l, 0), want)
+	if lap := readLap(mustReadFile(t, filepath.Join(dir, ringName))); lap.first != 1 || lap.lastBatch() != acked+2 {
+		t.Fatalf("the ring holds batches %d-%d, want 1-%d", lap.first, lap.lastBatch(), acked+2)
+	}
+}
+
+// TestRingUnsafeNoSyncRestoresAndClears: opened with UnsafeNoSync after a
+// crash of a run with syncs, the log still restores what the ring holds,
+// and then clears it, so that no lap outlives the run that kept it.
+func TestRingUnsafeNoSyncRestoresAndClears(t *testing.T) {
+	st := liveCrash(t, testOptions(t, 1<<20), 60, 0)
+	st.damageTail(t, st.lapStart, -1)
+	opts := testOptions(t, 1<<20)
+	opts.UnsafeNoSync = true
+	l := mustOpen(t, st.dir, opts)
+	checkRecords(t, "Replay", replayAll(t, l, 0), st.want)
+	if lap := readLap(mustReadFile(t, filepath.Join(st.dir, ringName))); len(lap.frames) != 0 {
+		t.Fatalf("the ring still holds batches %d-%d", lap.first, lap.lastBatch())
+	}
+	mustAppend(t, l, testEntries(900, 3))
+	mustClose(t, l)
+}
+
+// TestRingDamageInAClosedSegment: wal synced a segment as it closed it, so
+// damage in it is corruption, even where the ring still holds a copy of
+// the damaged batch from before the segment was closed.
+func TestRingDamageInAClosedSegment(t *testing.T) {
+	opts := testOptions(t, 8<<10)
+	live := t.TempDir()
+	l := mustOpen(t, live, opts)
+	defer l.Close()
+	for i := 0; l.lastBatch.Load() == 0 || l.tailStart.Load() != l.lastBatch.Load()+1; i++ {
+		mustAppendBatch(t, l, testEntries(i*10, 10)) // until a batch closes its segment
+	}
+	dir := t.TempDir()
+	copyDir(t, live, dir)
+	lap := readLap(mustReadFile(t, filepath.Join(dir, ringName)))
+	segs := segmentFiles(t, dir)
+	closed := segs[len(segs)-2]
+	if len(lap.frames) < 2 || lap.first < closed.index {
+		t.Fatalf("segments %v, lap %d-%d: want a lap in the closed segment", segmentStarts(segs), lap.first, lap.lastBatch())
+	}
+	data := mustReadFile(t, closed.path)
+	res, _ := scanEntries(data, closed.index, testPartition, 0, 0, lap.first+1, nil)
+	clear(data[res.end-100 : res.end-84]) // inside the lap's second batch
+	if err := os.WriteFile(closed.path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	checkCorrupt(t, dir, opts, closed.name(), errFrameCRC)
+}
+
+// TestRingEndingInASkip: the lap ends with a batch of no records (SkipTo),
+// and the batch in flight after it reached the segment whole, after a
+// lost page: a crash state, restored.
+func TestRingEndingInASkip(t *testing.T) {
+	opts := testOptions(t, 1<<20)
+	live := t.TempDir()
+	l := mustOpen(t, live, opts)
+	defer l.Close()
+	var want []record
+	for i := range 30 {
+		want = append(want, mustAppendBatch(t, l, testEntries(i*10, 10))...)
+	}
+	if err := l.SkipTo(l.LastIndex() + 100); err != nil {
+		t.Fatal(err)
+	}
+	ring := mustReadFile(t, filepath.Join(live, ringName))
+	mustAppendBatch(t, l, testEntries(1000, 3)) // in flight
+	dir := t.TempDir()
+	copyDir(t, live, dir)
+	if err := os.WriteFile(filepath.Join(dir, ringName), ring, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	segs := segmentFiles(t, dir)
+	data := mustReadFile(t, segs[len(segs)-1].path)
+	clear(data[100:4196]) // a page early in the lap lost
+	if err := os.WriteFile(segs[len(segs)-1].path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	c := mustOpen(t, dir, opts)
+	checkRecords(t, "Replay", replayAll(t, c, 0), want)
+	if next := c.LastIndex() + 1; next != want[len(want)-1].Index+100 {
+		t.Fatalf("the next index is %d, want %d, past the skip", next, want[len(want)-1].Index+100)
+	}
+	mustClose(t, c)
+}
+
+// TestRingOfAnotherJournal: a ring whose copies differ from the segments'
+// batches (left or copied from another journal) is refused, never
+// restored.
+func TestRingOfAnotherJournal(t *testing.T) {
+	opts := testOptions(t, 1<<20)
+	otherDir := t.TempDir()
+	other := mustOpen(t, otherDir, opts)
+	for i := range 60 {
+		mustAppendBatch(t, other, testEntries(5000+i*10, 10))
+	}
+	ring := mustReadFile(t, filepath.Join(otherDir, ringName))
+	mustClose(t, other)
+	st := liveCrash(t, opts, 40, 0)
+	st.damageTail(t, st.starts[20], -1)
+	if err := os.WriteFile(filepath.Join(st.dir, ringName), ring, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	checkCorrupt(t, st.dir, opts, ringName, errRingDiffers)
 }
