@@ -7,9 +7,10 @@
 // caller's goroutine and added to the partition's batch waiting in the
 // journal that all partitions share (log.Committer); every other request
 // goes through the partition's writer goroutine, which does the same for
-// all that wait. One fsync makes the waiting batches of every partition
-// durable (group commit across partitions); while a batch syncs, the next
-// forms. As each batch is durable, in order, it is applied to the
+// all that wait. One sync makes the waiting batches of every partition
+// durable (group commit across partitions; package log syncs a copy in
+// its sync ring rather than the growing segment); while a batch syncs,
+// the next forms. As each batch is durable, in order, it is applied to the
 // in-memory tables under the lock, by the caller that started the batch
 // (or the writer, for its own batches and those of a caller that gave
 // up), and only then acknowledged. Reads are
@@ -27,7 +28,7 @@
 // (a group's offsets as whole keys) are still read.
 //
 // Guarantees:
-//   - a call that returned nil is durable (fsynced), unless
+//   - a call that returned nil is durable (synced to the disk), unless
 //     Options.UnsafeNoSync is set;
 //   - a Fetch never returns a value that a crash could take back;
 //   - one Commit call is one journal record: after a crash all of it is

@@ -41,7 +41,9 @@ type Options struct {
 	// SegmentSize is the target size of a journal segment file in bytes.
 	// The journal keeps its last segment in memory, and drops old ones
 	// whole, so segments that are small beside the live state keep the
-	// disk close to it. Zero means 256 KiB; it must be at least 4096.
+	// disk close to it; its sync ring (see package log) is twice this
+	// size, from 64 KiB to 64 MiB. Zero means 256 KiB; it must be at
+	// least 4096.
 	SegmentSize int
 	// MaxMetadataBytes bounds the metadata string of one offset. Zero means
 	// 4096; NoMetadata (any negative value) refuses every non-empty
