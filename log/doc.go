@@ -126,8 +126,9 @@
 // what it cut and what it restored. Damage the lap cannot explain is not
 // a torn write: damage in a segment wal closed, or before the lap, a
 // whole batch after damage that goes past the lap and the batch in
-// flight, a lap that starts after the segments end or whose copies
-// differ from them. Open then fails with a *CorruptError (errors.Is
+// flight, a lap that starts after the segments end, whose copies differ
+// from them, or that ends at a damaged record with later records of the
+// lap after it (a torn record is always a lap's last). Open then fails with a *CorruptError (errors.Is
 // ErrCorrupt) naming partition, file and entry, and so does Replay for
 // damage it meets in older segments. After a clean close nothing can be
 // torn: nothing is restored from the ring (a lap past the marker's end is

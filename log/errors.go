@@ -54,6 +54,7 @@ const (
 	errPastRing     corruption = "a whole batch follows damage in the last segment, past what the sync ring holds"
 	errRingBatch    corruption = "a batch in the sync ring does not read, or does not follow the segments, though its checksum passed"
 	errRingDiffers  corruption = "the sync ring's copy of a batch differs from the segment's"
+	errRingStray    corruption = "the sync ring's lap ends at a damaged record, and records of the lap follow it"
 )
 
 // CorruptError locates damage in a log directory. It matches ErrCorrupt

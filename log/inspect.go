@@ -91,6 +91,7 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 		next = segs[0].index
 	}
 	var prevLast uint64
+	var tailSize int64 // of the last segment read
 	count := func(index uint64, e Entry) error {
 		rep.Records++
 		if fn != nil {
@@ -112,6 +113,7 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 			return rep, locate(err, -1)
 		}
 		rep.Bytes += int64(len(data))
+		tailSize = int64(len(data))
 		res, err := scanEntries(data, s.index, partition, prevLast, 0, keep, count)
 		rep.Batches += res.entries
 		next += uint64(res.entries)
@@ -164,7 +166,7 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 	if rep.FirstIndex == 0 {
 		rep.FirstIndex = prevLast + 1
 	}
-	if clean != nil && (clean.last != rep.LastIndex || clean.lastBatch != next-1) {
+	if clean != nil && (clean.last != rep.LastIndex || clean.lastBatch != next-1 || clean.tailSize != tailSize) {
 		return rep, &CorruptError{Partition: -1, Segment: cleanName, Index: rep.LastIndex, Err: errCleanDiffers}
 	}
 	return rep, nil

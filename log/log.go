@@ -355,10 +355,12 @@ func (l *Log) SkipTo(next uint64) error {
 // the last acknowledged batch, and the next Append (or TruncateFront)
 // first reopens the log through Recover. The records of a failed batch
 // never show up later, not even after a reopen, but for one window: a
-// crash before its copy is overwritten, if only the sync of the copy
-// failed and the copy reached the disk whole, brings it back (as a batch
-// whose sync succeeded but whose answer a crash lost). If recovery fails,
-// Append returns its error and tries again the next time.
+// crash after the failure and before the segment is cut back and the
+// copy overwritten, where the batch reached the disk whole (its copy in
+// the ring, if only the copy's sync failed; or the segment wal closed and
+// synced with it, if creating the next one failed), brings it back, as a
+// batch whose sync succeeded but whose answer a crash lost. If recovery
+// fails, Append returns its error and tries again the next time.
 func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 	if l.closed {
 		return 0, 0, l.errorf("append: %w", ErrClosed)
@@ -694,11 +696,7 @@ func (l *Log) Close() error {
 		l.wal = nil
 	}
 	if l.poisoned.Load() {
-		err := l.forgetFailed()
-		if err == nil {
-			err = restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
-		}
-		errs = append(errs, err)
+		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition), l.forgetFailed())
 	} else if len(errs) == 0 || errs[0] == nil {
 		m := cleanMarker{lastBatch: l.lastBatch.Load(), last: l.last.Load(), tailSize: l.tailSize}
 		errs = append(errs, writeCleanMarker(l.dir, m))

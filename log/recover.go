@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -26,10 +27,9 @@ func (l *Log) poison(cause error) error {
 		}
 		l.wal = nil
 	}
-	rerr := l.forgetFailed()
-	if rerr == nil {
-		rerr = restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition)
-	}
+	// Cut the segment whatever became of the ring: the failed batch may
+	// be whole in it, and wal.Close just synced it.
+	rerr := errors.Join(restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition), l.forgetFailed())
 	if rerr != nil {
 		l.logger.Warn("log: cut back after the failed write failed, will retry on recovery", "err", rerr.Error())
 	}
@@ -74,10 +74,7 @@ func (l *Log) recover() error {
 		l.wal = nil
 	}
 	last, lastBatch, first := l.last.Load(), l.lastBatch.Load(), l.first.Load()
-	if err := l.forgetFailed(); err != nil {
-		return err
-	}
-	if err := restoreFiles(l.dir, lastBatch, l.opts.Partition); err != nil {
+	if err := errors.Join(restoreFiles(l.dir, lastBatch, l.opts.Partition), l.forgetFailed()); err != nil {
 		return err
 	}
 	if err := l.openWAL(nil); err != nil {

@@ -67,6 +67,9 @@ type ring struct {
 type ringLap struct {
 	first  uint64
 	frames [][]byte
+	// stray is the offset of a whole record of the lap's nonce past its
+	// end (the lap ended at a damaged record, not at its last), -1 if none.
+	stray int64
 }
 
 // lastBatch returns the wal index of the lap's last batch, first-1 if it
@@ -137,7 +140,8 @@ func fill(f *os.File, from, to int64) error {
 func readLap(data []byte) ringLap {
 	var lap ringLap
 	var nonce uint64
-	for pos := 0; pos+ringHeader <= len(data); {
+	pos := 0
+	for pos+ringHeader <= len(data) {
 		h := data[pos : pos+ringHeader]
 		n := binary.LittleEndian.Uint32(h[20:])
 		if uint64(n) > uint64(len(data)-pos-ringHeader) || n < minFrameSize {
@@ -158,6 +162,31 @@ func readLap(data []byte) ringLap {
 		}
 		lap.frames = append(lap.frames, data[pos+ringHeader:pos+ringHeader+int(n)])
 		pos += ringHeader + int(n)
+	}
+	lap.stray = -1
+	if len(lap.frames) > 0 {
+		var nb [8]byte
+		binary.LittleEndian.PutUint64(nb[:], nonce)
+		for q := pos + 1; q < len(data); {
+			i := bytes.Index(data[q:], nb[:])
+			if i < 0 {
+				break
+			}
+			h := q + i - 4
+			q += i + 1
+			if h < pos || h+ringHeader > len(data) {
+				continue
+			}
+			n := binary.LittleEndian.Uint32(data[h+20:])
+			if n < minFrameSize || uint64(n) > uint64(len(data)-h-ringHeader) {
+				continue
+			}
+			if crc32.Checksum(data[h+4:h+ringHeader+int(n)], castagnoli) == binary.LittleEndian.Uint32(data[h:]) &&
+				binary.LittleEndian.Uint64(data[h+12:]) > lap.lastBatch() {
+				lap.stray = int64(h)
+				break
+			}
+		}
 	}
 	return lap
 }
@@ -261,6 +290,9 @@ func (r *ring) close() error {
 func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, restore bool, err error) {
 	if len(lap.frames) == 0 {
 		return 0, false, nil
+	}
+	if lap.stray >= 0 {
+		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: lap.lastBatch() + 1, Offset: lap.stray, Err: errRingStray}
 	}
 	res, _ := scanEntries(lap.entries(lap.first), lap.first, partition, 0, 0, math.MaxUint64, nil)
 	if res.bad != nil || res.entries != len(lap.frames) {
