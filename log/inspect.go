@@ -70,8 +70,8 @@ func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (R
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rep, locate(err, -1)
 	}
-	if clean != nil && len(lap.frames) > 0 && lap.lastBatch() > clean.lastBatch {
-		return rep, &CorruptError{Partition: -1, Segment: ringName, Index: clean.lastBatch + 1, Err: errCleanDiffers}
+	if err := lapPastClean(lap, clean, -1); err != nil {
+		return rep, err
 	}
 	if clean == nil {
 		var k uint64

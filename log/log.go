@@ -209,8 +209,8 @@ func Open(dir string, opts Options) (*Log, error) {
 // close the segments hold everything the lap does.
 func (l *Log) openRestoring(clean *cleanMarker, lap ringLap) error {
 	if clean != nil {
-		if len(lap.frames) > 0 && lap.lastBatch() > clean.lastBatch {
-			return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: clean.lastBatch + 1, Err: errCleanDiffers}
+		if err := lapPastClean(lap, clean, l.opts.Partition); err != nil {
+			return err
 		}
 		return l.openWAL(clean)
 	}

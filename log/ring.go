@@ -274,6 +274,15 @@ func (r *ring) close() error {
 	return r.f.Close()
 }
 
+// lapPastClean returns a CorruptError if lap holds a batch past the last
+// one a clean close recorded: Close synced everything the lap held.
+func lapPastClean(lap ringLap, clean *cleanMarker, partition int) error {
+	if clean == nil || len(lap.frames) == 0 || lap.lastBatch() <= clean.lastBatch {
+		return nil
+	}
+	return &CorruptError{Partition: partition, Segment: ringName, Index: clean.lastBatch + 1, Err: errCleanDiffers}
+}
+
 // planRestore decides what lap, read from the ring after a crash, adds to
 // segs (a journal's segment files, oldest first): it returns the wal
 // index of the last whole batch the segments keep, and restore, true when

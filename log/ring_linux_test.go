@@ -24,19 +24,8 @@ func TestRingRestoreRetried(t *testing.T) {
 	opts.ringSize = 256 << 10
 	st := liveCrash(t, opts, 60, 0)
 	st.damageTail(t, st.lapStart, -1) // every page of the lap lost
-	signal.Ignore(syscall.SIGXFSZ)
-	defer signal.Reset(syscall.SIGXFSZ)
-	var limit syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 8 << 10, Max: limit.Max}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Open(st.dir, opts)
-	if rerr := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); rerr != nil {
-		t.Fatal(rerr)
-	}
+	var err error
+	underFileLimit(t, 8<<10, func() { _, err = Open(st.dir, opts) })
 	if err == nil {
 		t.Fatal("Open restored past the file size limit")
 	}
@@ -152,24 +141,14 @@ func TestRingFailedBatchCutWhenForgetFails(t *testing.T) {
 			if l.ring.pos < 2*l.tailSize {
 				t.Fatalf("ring at %d, segment %d bytes", l.ring.pos, l.tailSize)
 			}
-			signal.Ignore(syscall.SIGXFSZ)
-			defer signal.Reset(syscall.SIGXFSZ)
-			var lim syscall.Rlimit
-			if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(l.ring.pos + 8), Max: lim.Max}); err != nil {
-				t.Fatal(err)
-			}
 			failed := []Entry{{Type: 1, Payload: []byte("FAILED BATCH")}}
-			_, _, err := l.Append(failed)
-			var closeErr error
-			if how == "close" {
-				closeErr = l.Close()
-			}
-			if rerr := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); rerr != nil {
-				t.Fatal(rerr)
-			}
+			var err, closeErr error
+			underFileLimit(t, uint64(l.ring.pos+8), func() {
+				_, _, err = l.Append(failed)
+				if how == "close" {
+					closeErr = l.Close()
+				}
+			})
 			if !errors.Is(err, syscall.EFBIG) {
 				t.Fatalf("Append: %v, want EFBIG", err)
 			}
@@ -216,4 +195,26 @@ func inChild(t *testing.T) bool {
 		t.Fatalf("child ran no test:\n%s", out)
 	}
 	return false
+}
+
+// underFileLimit runs fn with the process's file size limit
+// (RLIMIT_FSIZE) at limit bytes, so that a write past it fails with EFBIG;
+// only in a child process (inChild).
+func underFileLimit(t *testing.T, limit uint64, fn func()) {
+	t.Helper()
+	signal.Ignore(syscall.SIGXFSZ) // a write past the limit fails instead of killing the process
+	defer signal.Reset(syscall.SIGXFSZ)
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: limit, Max: orig.Max}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &orig); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	fn()
 }
