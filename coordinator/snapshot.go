@@ -41,9 +41,9 @@ import (
 // measured over 60 overwrites of 20,000 offsets (TestDiskFollowsLiveState),
 // 2 kept the data directory within 5.7x one pass of the journal (7.3x at
 // 1) when snapshots held whole keys (1.5x a pass each); compact snapshots
-// (a few bytes an offset) bring it to 3.8-4.0x under -race and 4.0-5.9x
-// at full speed (the faster the commits, the further the snapshots trail
-// them), most of it the journal between snapshots (at least SnapshotBytes).
+// (a few bytes an offset) bring it to 3.8-4.1x (4.0-5.9x when the commits
+// are not synced: they outrun the snapshots, which are), most of it the
+// journal between snapshots (at least SnapshotBytes).
 const snapshotRatio = 2
 
 // maxSnapEntries bounds the offsets in one snapshot record.
