@@ -182,7 +182,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	err = l.openRestoring(clean, lap)
 	if err == nil && opts.UnsafeNoSync && l.ring != nil {
 		if err = l.ring.clear(); err != nil {
-			l.wal.Close()
+			closeWAL(l.wal)
 			err = l.errorf("open: %w", err)
 		}
 		l.ring.close()
@@ -195,7 +195,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if clean != nil {
 		// From here on a crash is not a clean close.
 		if err := removeCleanMarker(dir); err != nil {
-			l.wal.Close()
+			closeWAL(l.wal)
 			l.ring.close()
 			return nil, l.errorf("open: %w", err)
 		}
@@ -237,7 +237,7 @@ func (l *Log) openRestoring(clean *cleanMarker, lap ringLap) error {
 		return nil
 	}
 	if got := l.lastBatch.Load(); got != keep {
-		l.wal.Close()
+		closeWAL(l.wal)
 		return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: got + 1, Err: errRingGap}
 	}
 	for i, frame := range lap.frames {
@@ -255,13 +255,13 @@ func (l *Log) openRestoring(clean *cleanMarker, lap ringLap) error {
 		}
 		if err != nil {
 			if l.wal != nil {
-				l.wal.Close()
+				closeWAL(l.wal)
 			}
 			return l.errorf("open: restore batch %d from the sync ring: %w", batch, err)
 		}
 	}
 	if err := errors.Join(l.wal.Sync(), SyncDir(l.dir)); err != nil {
-		l.wal.Close()
+		closeWAL(l.wal)
 		return l.errorf("open: sync the batches restored from the sync ring: %w", err)
 	}
 	l.logger.Warn("log: restored batches from the sync ring that the last segment had lost",
@@ -289,7 +289,7 @@ func (l *Log) openWAL(clean *cleanMarker) error {
 	if len(info.segs) == 0 {
 		// wal created the first segment file.
 		if err := SyncDir(l.dir); err != nil {
-			w.Close()
+			closeWAL(w)
 			return l.errorf("open: %w", err)
 		}
 		l.tailStart.Store(1)
@@ -303,7 +303,7 @@ func (l *Log) openWAL(clean *cleanMarker) error {
 		err = fmt.Errorf("wal reports last entry %d, the files end at %d", lastBatch, info.lastBatch)
 	}
 	if err != nil {
-		w.Close()
+		closeWAL(w)
 		return l.errorf("open wal: %w", err)
 	}
 	l.wal = w
@@ -692,7 +692,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	var errs []error
 	if l.wal != nil {
-		errs = append(errs, l.wal.Close())
+		errs = append(errs, closeWAL(l.wal))
 		l.wal = nil
 	}
 	if l.poisoned.Load() {

@@ -22,7 +22,7 @@ func (l *Log) poison(cause error) error {
 	l.logger.Error("log: write or sync failed, the handle is poisoned until it recovers",
 		"err", cause.Error(), "last_index", l.last.Load())
 	if l.wal != nil {
-		if cerr := l.wal.Close(); cerr != nil {
+		if cerr := closeWAL(l.wal); cerr != nil {
 			l.logger.Warn("log: close of the failed wal handle", "err", cerr.Error())
 		}
 		l.wal = nil
@@ -68,7 +68,7 @@ func (l *Log) recover() error {
 	defer l.files.Unlock()
 	wasPoisoned := l.poisoned.Swap(true) // true until the reopen below succeeds
 	if l.wal != nil {
-		if err := l.wal.Close(); err != nil {
+		if err := closeWAL(l.wal); err != nil {
 			l.logger.Warn("log: close of the wal handle before recovery", "err", err.Error())
 		}
 		l.wal = nil
@@ -86,7 +86,7 @@ func (l *Log) recover() error {
 		l.last.Store(last)
 		l.lastBatch.Store(lastBatch)
 		l.first.Store(first)
-		l.wal.Close()
+		closeWAL(l.wal)
 		l.wal = nil
 		return fmt.Errorf("reopened with last index %d (entry %d), want %d (entry %d)", got, gotBatch, last, lastBatch)
 	}
