@@ -14,9 +14,9 @@ import (
 // closes it either. Every handle a failed sync poisons would then keep a
 // file descriptor, and a store that retries a failing disk would run out
 // of them. So when Close fails, the segment file is closed here, through
-// the handle's own field; wal, at the version go.mod pins, never touches
-// it again once Close has been called (TestCloseAfterFailedSyncClosesFiles
-// checks that no file stays open).
+// the handle's own field (at the version go.mod pins); no caller uses the
+// handle after closeWAL (TestCloseAfterFailedSyncClosesFiles checks that
+// no file stays open).
 func closeWAL(w *wal.Log) error {
 	err := w.Close()
 	if err != nil {
