@@ -273,7 +273,9 @@ func (c *Client) do(ctx context.Context, req call) (reply, error) {
 			return reply{}, retry
 		}
 		if wait <= 0 {
-			wait = 100 * time.Millisecond << attempt
+			// 100ms, doubling with each attempt; the shift stops long
+			// before it would overflow (and wrap to no wait at all).
+			wait = 100 * time.Millisecond << min(attempt, 20)
 		}
 		timer := time.NewTimer(min(wait, c.maxWait))
 		select {

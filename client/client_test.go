@@ -321,6 +321,19 @@ func TestRetries(t *testing.T) {
 		t.Fatalf("Retries -1: %v after %d requests", err, seen.Load())
 	}
 
+	// Every retry waits, however many there are: the doubling wait does
+	// not overflow to none after some 40 attempts.
+	refuse.Store(1000)
+	seen.Store(0)
+	many := newClient(t, ts, client.Options{Retries: 300, MaxRetryWait: time.Millisecond})
+	start := time.Now()
+	if err := many.Healthy(ctx); !errors.Is(err, client.ErrUnavailable) || seen.Load() != 301 {
+		t.Fatalf("Retries 300: %v after %d requests", err, seen.Load())
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("300 retries with waits of 1ms took %v", took)
+	}
+
 	// A cancelled context ends the wait between retries.
 	refuse.Store(10)
 	patient := newClient(t, ts, client.Options{Retries: 5, MaxRetryWait: time.Hour})
