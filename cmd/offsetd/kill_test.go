@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,28 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
+	exited chan struct{} // closed when the process has exited
+	err    error         // how it exited, once exited is closed
+}
+
+// lockedBuffer is a bytes.Buffer that a child's stderr may write while the
+// test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestClusterSIGKILL runs three real offsetd processes of one cluster on
@@ -51,7 +73,7 @@ func TestClusterSIGKILL(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, "serve", "-data", filepath.Join(tmp, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "4",
 			"-kafka-listen=", "-node-id", fmt.Sprint(id), "-peers", strings.Join(peers, ","), "-raft-listen", raft[id-1])
-		p := &process{cmd: cmd, stderr: &bytes.Buffer{}}
+		p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 		cmd.Stderr = p.stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
@@ -66,9 +88,11 @@ func TestClusterSIGKILL(t *testing.T) {
 			t.Fatalf("node %d printed nothing:\n%s", id, p.stderr)
 		}
 		p.url, _ = parseListening(t, sc.Text())
-		go func() { // keep the pipe drained
-			for sc.Scan() {
+		go func() {
+			for sc.Scan() { // keep the pipe drained
 			}
+			p.err = cmd.Wait()
+			close(p.exited)
 		}()
 		mu.Lock()
 		procs[id] = p
@@ -80,10 +104,16 @@ func TestClusterSIGKILL(t *testing.T) {
 		p := procs[id]
 		delete(procs, id)
 		mu.Unlock()
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		select {
+		case <-p.exited:
+			t.Errorf("node %d exited before it was killed: %v; its stderr:\n%s", id, p.err, p.stderr)
+			return
+		default:
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			t.Fatal(err)
 		}
-		p.cmd.Wait()
+		<-p.exited
 	}
 	t.Cleanup(func() {
 		for id := range 3 {
@@ -95,11 +125,30 @@ func TestClusterSIGKILL(t *testing.T) {
 			}
 		}
 	})
+	t.Cleanup(func() { // before the nodes are killed
+		if !t.Failed() {
+			return
+		}
+		// Say what became of each node the test believes is running.
+		mu.Lock()
+		defer mu.Unlock()
+		for id, p := range procs {
+			select {
+			case <-p.exited:
+				t.Logf("node %d (%s) exited on its own: %v; its stderr:\n%s", id, p.url, p.err, p.stderr)
+			default:
+				t.Logf("node %d (%s) runs; its stderr:\n%s", id, p.url, p.stderr)
+			}
+		}
+	})
 	for id := 1; id <= 3; id++ {
 		start(id)
 	}
 	clients := map[int]*client.Client{}
 	for id := 1; id <= 3; id++ {
+		// 400 retries 10ms apart outlast an election after a kill (one to
+		// two seconds of Raft ticks), also for a call that a node sends on
+		// to the leader just killed.
 		c, err := client.New("http://"+api[id-1], client.Options{Retries: 400, MaxRetryWait: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
