@@ -155,9 +155,8 @@ func (g *group) compact(index uint64) (uint64, error) {
 
 // receive makes a leader's snapshot the partition's snapshot file, durably,
 // before the journal records that the log was replaced by it. The
-// partition's own snapshot, written beside it, can clear its temporary
-// file (log.Snapshots.Create clears leftovers): it tries again, a few
-// times.
+// partition's own snapshot may be written beside it (log.Snapshots allows
+// that, of any index).
 func (g *group) receive(snap *pb.Snapshot) error {
 	index := snap.GetMetadata().GetIndex()
 	tmp := filepath.Join(g.node.dir, fmt.Sprintf("raft-snapshot-%d.received", g.partition))
@@ -169,12 +168,7 @@ func (g *group) receive(snap *pb.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	for range 3 {
-		if err = writeReceived(snaps, index, tmp); err == nil || errors.Is(err, log.ErrCorrupt) {
-			break
-		}
-	}
-	if err != nil {
+	if err := writeReceived(snaps, index, tmp); err != nil {
 		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,8 +25,9 @@ import (
 //	entries: | uvarint(len(frame)) | frame |  ...       (frames as in the segments)
 //	footer:  | uvarint 0 | count uint64 LE | crc32c of count, LE |
 //
-// A snapshot is written to snap.%020d.tmp, fsynced, renamed and the
-// directory fsynced, so a crash leaves a whole snapshot or none. The footer
+// A snapshot is written to a temporary file, snap.%020d.N.tmp, fsynced,
+// renamed and the directory fsynced, so a crash leaves a whole snapshot or
+// none. The footer
 // makes a snapshot cut short detectable. These constants never change.
 const (
 	snapPrefix  = "snap."
@@ -54,8 +56,11 @@ func snapshotName(index uint64) string { return fmt.Sprintf("%s%020d", snapPrefi
 func SnapshotPath(dir string, index uint64) string { return filepath.Join(dir, snapshotName(index)) }
 
 // Snapshots are one partition's snapshot files, in a directory of their
-// own. Its methods may run on any goroutine, beside the journal's writer;
-// one goroutine at a time writes or removes snapshots.
+// own. Its methods may run on any goroutine, beside the journal's writer.
+// Snapshots may be written side by side, through one Snapshots or several
+// of one directory (a partition's own, and one a Raft leader sent), even
+// of the same index: each has a temporary file of its own, and the
+// leftovers Create removes are only those no writer of this process holds.
 type Snapshots struct {
 	dir       string
 	partition int
@@ -91,21 +96,42 @@ type SnapshotWriter struct {
 	done            bool
 }
 
+// writing holds the names of the temporary files of the snapshots this
+// process is writing, which Create does not take for leftovers. The names
+// are unique in the process (numbered from next), so that two handles of
+// one directory, whatever path each has for it, agree on them.
+var writing struct {
+	sync.Mutex
+	files map[string]bool
+	next  uint64
+}
+
 // Create starts a snapshot of the partition's state as of record index
 // index: the caller adds the state's records, then commits. Leftover
-// temporary files of earlier, unfinished snapshots are removed.
+// temporary files of earlier, unfinished snapshots (a crash's) are removed;
+// those of snapshots being written beside it are not.
 func (l *Snapshots) Create(index uint64) (*SnapshotWriter, error) {
 	if index == 0 {
 		return nil, fmt.Errorf("%w: snapshot of index 0", ErrInvalid)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(l.dir, snapPrefix+"*"+snapTemp))
-	for _, p := range leftovers {
-		os.Remove(p)
-	}
 	final := filepath.Join(l.dir, snapshotName(index))
-	tmp := final + snapTemp
+	leftovers, _ := filepath.Glob(filepath.Join(l.dir, snapPrefix+"*"+snapTemp))
+	writing.Lock()
+	for _, p := range leftovers {
+		if !writing.files[filepath.Base(p)] {
+			os.Remove(p)
+		}
+	}
+	writing.next++
+	tmp := fmt.Sprintf("%s.%d%s", final, writing.next, snapTemp)
+	if writing.files == nil {
+		writing.files = make(map[string]bool)
+	}
+	writing.files[filepath.Base(tmp)] = true
+	writing.Unlock()
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
+		forget(tmp)
 		return nil, fmt.Errorf("log: partition %d: snapshot %d: %w", l.partition, index, err)
 	}
 	w := &SnapshotWriter{start: time.Now(), dir: l.dir, tmp: tmp, final: final, partition: l.partition, f: f, w: bufio.NewWriterSize(f, snapWriteBuffer)}
@@ -185,6 +211,9 @@ func (w *SnapshotWriter) Commit() (int64, error) {
 	}
 	if err != nil {
 		os.Remove(w.tmp)
+	}
+	forget(w.tmp)
+	if err != nil {
 		return 0, fmt.Errorf("log: partition %d: snapshot: %w", w.partition, err)
 	}
 	return w.size, nil
@@ -198,6 +227,15 @@ func (w *SnapshotWriter) Abort() {
 	w.done = true
 	w.f.Close()
 	os.Remove(w.tmp)
+	forget(w.tmp)
+}
+
+// forget drops tmp from the files being written, once it is renamed or
+// removed.
+func forget(tmp string) {
+	writing.Lock()
+	delete(writing.files, filepath.Base(tmp))
+	writing.Unlock()
 }
 
 // List returns the indexes of the snapshot files, newest first.

@@ -168,6 +168,68 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	}
 }
 
+// Snapshots written side by side, through two handles of one directory
+// (a partition's own and one a Raft leader sent), even of one index: the
+// second's Create takes none of the first's files for leftovers, and each
+// commits whole. A leftover of a crash is still removed.
+func TestSnapshotWritersSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	own, err := OpenSnapshots(dir, testPartition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := OpenSnapshots(dir+"/.", testPartition) // another path to it
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := filepath.Join(dir, snapshotName(2)+snapTemp)
+	if err := os.WriteFile(crashed, []byte("half"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	entries := testEntries(0, 50)
+	var ws []*SnapshotWriter
+	for _, c := range []struct {
+		l     *Snapshots
+		index uint64
+	}{{own, 5}, {sent, 9}, {own, 9}} {
+		w, err := c.l.Create(c.index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries[:25] {
+			if err := w.Add(e.Type, e.Payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws = append(ws, w)
+	}
+	if _, err := os.Stat(crashed); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a crash's leftover is still there: %v", err)
+	}
+	for i, w := range ws {
+		for _, e := range entries[25:] {
+			if err := w.Add(e.Type, e.Payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Commit(); err != nil {
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if idx, _ := own.List(); !slices.Equal(idx, []uint64{9, 5}) {
+		t.Fatalf("Snapshots = %v, want [9 5]", idx)
+	}
+	for _, index := range []uint64{5, 9} {
+		got, err := readAll(own, index)
+		if err != nil || len(got) != len(entries) {
+			t.Fatalf("snapshot %d: %d entries, %v", index, len(got), err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*"+snapTemp)); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
 // TestSnapshotHugeLength gives a snapshot record a length far past the end
 // of the file (the length is not under the checksum): it must be rejected
 // as damage without allocating that much.
