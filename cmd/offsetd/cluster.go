@@ -114,12 +114,14 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	return m, nil
 }
 
-// close stops the node: no more Raft traffic, then the groups and the
-// data directory.
+// close stops the node: it hands the lead of its partitions off while
+// Raft messages still flow both ways (closing the transport first left the
+// others to elect a leader after an election timeout), stops the groups
+// and closes the data directory, and then the Raft traffic stops.
 func (m *clusterMember) close() error {
+	err := m.node.Close()
 	m.raft.Close()
 	m.transport.Close()
-	err := m.node.Close()
 	if errors.Is(err, coordinator.ErrClosed) {
 		return nil
 	}

@@ -51,8 +51,10 @@ func (b *lockedBuffer) String() string {
 // TestClusterSIGKILL runs three real offsetd processes of one cluster on
 // loopback, with writers and readers going through any node, and
 // SIGKILLs the leader of the writers' partition again and again, starting
-// it again each time on its data. After each failover every group shows
-// its last acknowledged commit, and the history of commits and reads is
+// it again each time on its data; then it pauses that leader past an
+// election (SIGSTOP, SIGCONT), and last stops it gracefully (SIGTERM) and
+// starts it again. After each failover every group shows its last
+// acknowledged commit, and the history of commits and reads is
 // linearizable. It logs how soon after each kill a commit of the killed
 // leader's partition was acknowledged again.
 func TestClusterSIGKILL(t *testing.T) {
@@ -198,11 +200,12 @@ func TestClusterSIGKILL(t *testing.T) {
 			}
 		}
 	}
-	// The leader to kill: the preferred node of group a's partition, once
+	// The leader to stop: the preferred node of group a's partition, once
 	// it leads (after a restart the lead moves back to it).
 	part, _ := partitioner.New(4)
 	target := part.Group(groups[0])%3 + 1
-	for round := range 3 {
+	awaitLead := func() {
+		t.Helper()
 		if err := h.AwaitAcks(ctx, 50); err != nil {
 			t.Fatal(err)
 		}
@@ -212,28 +215,85 @@ func TestClusterSIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			if int(info.Leader) == target {
-				break
+				return
 			}
 			if err := h.AwaitAcks(ctx, 1); err != nil { // let time pass
 				t.Fatal(err)
 			}
 		}
-		killed, stamp := time.Now(), h.Call()
-		kill(target)
-		// Served again: a commit of the group, begun after the kill, is
-		// acknowledged.
+	}
+	// awaitServed waits until a commit of group a begun after call stamp
+	// is acknowledged, and returns when.
+	awaitServed := func(what string, stamp int64) time.Time {
+		t.Helper()
 		for {
 			if err := h.AwaitAcks(ctx, 1); err != nil {
-				t.Fatalf("round %d: after killing leader %d: %v", round, target, err)
+				t.Fatalf("after %s: %v", what, err)
 			}
 			if _, call, at := h.LastAck(groups[0]); call > stamp {
-				t.Logf("round %d: killed leader %d; a commit of group %s acknowledged %v later", round, target, groups[0], at.Sub(killed).Round(time.Millisecond))
-				break
+				return at
 			}
 		}
+	}
+	for round := range 3 {
+		awaitLead()
+		killed, stamp := time.Now(), h.Call()
+		kill(target)
+		at := awaitServed(fmt.Sprintf("killing leader %d", target), stamp)
+		t.Logf("round %d: killed leader %d; a commit of group %s acknowledged %v later", round, target, groups[0], at.Sub(killed).Round(time.Millisecond))
 		check()
 		start(target)
 	}
+
+	// The leader paused past an election (SIGSTOP), then resumed: the
+	// calls it held answer once it runs again, and they too must be
+	// linearizable (a deposed leader serves no stale read, and loses no
+	// commit it acknowledges).
+	awaitLead()
+	mu.Lock()
+	paused := procs[target]
+	delete(procs, target) // new calls go to the others
+	mu.Unlock()
+	stamp := h.Call()
+	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	<-time.After(3 * time.Second) // an election takes 1-2 s
+	if err := paused.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	procs[target] = paused
+	mu.Unlock()
+	awaitServed(fmt.Sprintf("pausing leader %d", target), stamp)
+	check()
+
+	// The leader stopped gracefully (SIGTERM): it hands its lead off and
+	// exits cleanly, and starts again on its data.
+	awaitLead()
+	mu.Lock()
+	termed := procs[target]
+	delete(procs, target)
+	mu.Unlock()
+	stopped, stamp := time.Now(), h.Call()
+	if err := termed.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-termed.exited
+	if termed.err != nil {
+		t.Fatalf("node %d after SIGTERM: %v; its stderr:\n%s", target, termed.err, termed.stderr)
+	}
+	at := awaitServed(fmt.Sprintf("stopping leader %d", target), stamp)
+	t.Logf("stopped leader %d; a commit of group %s acknowledged %v later", target, groups[0], at.Sub(stopped).Round(time.Millisecond))
+	// Not a speed target but the mechanism: a follower campaigns only after
+	// an election timeout (10 ticks of 100ms, less the one it may have run
+	// of since the last heartbeat), so an acknowledgement sooner than that
+	// shows the lead was handed off.
+	if took := at.Sub(stopped); took >= 900*time.Millisecond {
+		t.Fatalf("a commit of group %s acknowledged %v after its leader's SIGTERM: the lead was not handed off (an election took its place)", groups[0], took)
+	}
+	check()
+	start(target)
 	if err := h.AwaitAcks(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
