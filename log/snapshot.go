@@ -27,8 +27,8 @@ import (
 //
 // A snapshot is written to a temporary file, snap.%020d.N.tmp, fsynced,
 // renamed and the directory fsynced, so a crash leaves a whole snapshot or
-// none. The footer
-// makes a snapshot cut short detectable. These constants never change.
+// none. The footer makes a snapshot cut short detectable. These constants
+// never change.
 const (
 	snapPrefix  = "snap."
 	snapTemp    = ".tmp"
