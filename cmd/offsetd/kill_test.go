@@ -100,12 +100,18 @@ func TestClusterSIGKILL(t *testing.T) {
 		procs[id] = p
 		mu.Unlock()
 	}
-	kill := func(id int) {
-		t.Helper()
+	// take removes node id from the running ones, so that new calls go to
+	// the others, and returns it.
+	take := func(id int) *process {
 		mu.Lock()
+		defer mu.Unlock()
 		p := procs[id]
 		delete(procs, id)
-		mu.Unlock()
+		return p
+	}
+	kill := func(id int) {
+		t.Helper()
+		p := take(id)
 		select {
 		case <-p.exited:
 			t.Errorf("node %d exited before it was killed: %v; its stderr:\n%s", id, p.err, p.stderr)
@@ -250,10 +256,7 @@ func TestClusterSIGKILL(t *testing.T) {
 	// linearizable (a deposed leader serves no stale read, and loses no
 	// commit it acknowledges).
 	awaitLead()
-	mu.Lock()
-	paused := procs[target]
-	delete(procs, target) // new calls go to the others
-	mu.Unlock()
+	paused := take(target)
 	stamp := h.Call()
 	if err := paused.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -271,10 +274,7 @@ func TestClusterSIGKILL(t *testing.T) {
 	// The leader stopped gracefully (SIGTERM): it hands its lead off and
 	// exits cleanly, and starts again on its data.
 	awaitLead()
-	mu.Lock()
-	termed := procs[target]
-	delete(procs, target)
-	mu.Unlock()
+	termed := take(target)
 	stopped, stamp := time.Now(), h.Call()
 	if err := termed.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
