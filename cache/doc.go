@@ -1,10 +1,12 @@
 // Package cache holds offsetd's in-memory tables: the latest committed offset
 // of every group, topic and partition, and the static-topic mappings.
 //
-// These tables are the state of record between restarts, rebuilt from the log
-// on open; they are plain Go maps, each owned by one internal partition. Its
-// writer goroutine applies a whole durable batch under one lock, while any
-// number of readers look values up concurrently:
+// These tables are the state of record between restarts, rebuilt from the
+// journal on open; they are plain Go maps, each owned by one internal
+// partition. Whoever applies the partition's durable records (package
+// coordinator decides who) changes a table only inside Update, a whole
+// batch under one write lock, while any number of readers look values up
+// concurrently:
 //
 //	t := cache.NewOffsets()
 //	t.Update(func(w cache.OffsetsWriter) {

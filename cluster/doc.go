@@ -11,15 +11,18 @@
 // handles its Ready inline, so a leader learns the index and term of what
 // it proposes at once (the coordinator answers a write when that entry
 // comes back committed, and knows it lost when another term's entry takes
-// its index), and a node of many groups runs no extra goroutines per group.
+// its index), and raft starts no goroutine of its own: a group has two,
+// the one that owns it and one that hands its committed entries to the
+// partition's writer (group.forward).
 //
 // # Storage
 //
 // Each group's entries and HardState are records of the node's one commit
 // journal (package log), tagged with the partition: every group appends
-// through the journal's Committer, so one fsync covers the entries of
-// every group that wrote meanwhile. Record types, part of the on-disk
-// format (the coordinator's own types are below them):
+// through the journal's Committer, so one sync (an fdatasync of the
+// journal's sync ring) covers the entries of every group that wrote
+// meanwhile. Record types, part of the on-disk format (the coordinator's
+// own types are below them):
 //
 //	32 raft entry:      a raftpb.Entry (protobuf)
 //	33 raft hard state: a raftpb.HardState (protobuf)

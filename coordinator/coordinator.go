@@ -16,9 +16,10 @@ import (
 	"github.com/offsetd/offsetd/partitioner"
 )
 
-// Coordinator stores consumer-group offsets and static-topic mappings in a
-// partitioned, append-only log and serves them from memory. It is safe for
-// concurrent use.
+// Coordinator stores consumer-group offsets and static-topic mappings in
+// internal partitions that share one journal (package log), or that Raft
+// replicates (Options.Replication), and serves them from memory. It is safe
+// for concurrent use.
 type Coordinator struct {
 	dir       string
 	opts      Options
@@ -29,7 +30,8 @@ type Coordinator struct {
 	lock      *os.File
 
 	// journal is the log every partition commits to; committer, its owner
-	// once loading is done, makes each batch durable with one fsync.
+	// once loading is done, makes each batch durable with one sync (an
+	// fdatasync of the journal's sync ring; see package log).
 	journal    *log.Log
 	committer  *log.Committer // set before any writer starts
 	truncating sync.Mutex     // one journal truncation at a time

@@ -60,7 +60,8 @@ const NoGeneration int32 = -1
 
 // Commit durably stores a group's offsets. The offsets of one call are one
 // log entry: after a crash, all of them are there or none. Commit returns
-// once the entry is fsynced and visible to Fetch.
+// once the entry is durable (synced in the journal; in a cluster, committed
+// by a quorum of the partition's group) and visible to Fetch.
 func (c *Coordinator) Commit(ctx context.Context, group string, offsets []OffsetCommit) error {
 	_, err := c.CommitGeneration(ctx, group, NoGeneration, offsets)
 	return err

@@ -22,8 +22,9 @@ import (
 // file so that a directory is never read with another function.
 const Hash = "xxhash64"
 
-// MaxPartitions bounds the partition count: each partition owns a log, a
-// writer goroutine and at least one segment in memory.
+// MaxPartitions bounds the partition count: each partition has a writer
+// goroutine, tables and a snapshot directory of its own, and in a cluster a
+// Raft group (the journal is shared by all).
 const MaxPartitions = 1024
 
 // ErrInvalid reports a partition count outside 1..MaxPartitions.

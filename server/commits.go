@@ -86,7 +86,7 @@ func decodeCommits(body []byte) (commits []coordinator.GroupCommit, ok bool) {
 
 // commitMany is POST /v1/commits: the commits of many groups in one
 // request, each written and answered alone, as if each came in its own
-// POST /v1/groups/{group}/offsets; they share fsyncs. A body that does not
+// POST /v1/groups/{group}/offsets; they share syncs. A body that does not
 // decode is refused whole and writes nothing. The answer is 200 with one
 // result per commit, in order: {"version":v}, or the error the commit's
 // own request would have got, with its status (and, for not_leader, the

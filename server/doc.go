@@ -14,7 +14,7 @@
 //
 //	m := server.NewMetrics()
 //	opts := coordinator.DefaultOptions()
-//	opts.Observer = m            // batch sizes and fsync latencies
+//	opts.Observer = m            // batch sizes and sync latencies
 //	opts.LoadInBackground = true // /healthz answers while partitions load
 //	c, err := coordinator.Open(dir, opts)
 //	if err != nil { ... }

@@ -12,11 +12,11 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// Metrics holds offsetd's Prometheus metrics. It is a coordinator.Observer
-// and MaintenanceObserver: pass it as the coordinator's Options.Observer,
-// and to the Server as Options.Metrics, to record the write path (batch
-// sizes, append and fsync latency), snapshots and retention as well as the
-// HTTP side.
+// Metrics holds offsetd's Prometheus metrics. It is a coordinator.Observer,
+// JournalObserver and MaintenanceObserver: pass it as the coordinator's
+// Options.Observer, and to the Server as Options.Metrics, to record the
+// write path (batch sizes, append and sync latency), snapshots and
+// retention as well as the HTTP side.
 type Metrics struct {
 	commits        *prometheus.CounterVec
 	commitLatency  prometheus.Histogram
