@@ -30,8 +30,7 @@ type Coordinator struct {
 	lock      *os.File
 
 	// journal is the log every partition commits to; committer, its owner
-	// once loading is done, makes each batch durable with one sync (an
-	// fdatasync of the journal's sync ring; see package log).
+	// once loading is done, makes each batch durable with one fsync.
 	journal    *log.Log
 	committer  *log.Committer // set before any writer starts
 	truncating sync.Mutex     // one journal truncation at a time
