@@ -72,7 +72,7 @@ func inUse(dir string) bool {
 func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "usage: offsetd verify DIR\n") }
+	fs.Usage = func() { printHelp(stderr, commandNamed("verify"), fs) }
 	dir, err := parseDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)
@@ -251,10 +251,7 @@ func dump(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	only := fs.Int("partition", -1, "dump only this partition")
 	snapshots := fs.Bool("snapshots", false, "also dump the records of every snapshot file (lines with \"snapshot\": the index it covers)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: offsetd dump [-partition N] [-snapshots] DIR\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printHelp(stderr, commandNamed("dump"), fs) }
 	dir, layout, err := openDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)

@@ -15,14 +15,14 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// With no arguments offsetd serves on the embedded defaults: data in
+// offsetd serve without flags serves on the embedded defaults: data in
 // ./offsetd-data, and it says where it listens and where its data is.
 // (The port comes from OFFSETD_LISTEN, so that the test never fights over
 // 7070.)
 func TestServeDefaults(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	s := startServe(t, nil, map[string]string{"OFFSETD_LISTEN": "127.0.0.1:0"})
+	s := startServe(t, []string{"serve"}, map[string]string{"OFFSETD_LISTEN": "127.0.0.1:0"})
 	if want := filepath.Join(dir, "offsetd-data"); s.dir != want {
 		t.Fatalf("data in %s, want %s", s.dir, want)
 	}
