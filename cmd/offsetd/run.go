@@ -22,6 +22,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		if args[0] == "help" && len(args) > 1 {
+			if isHelpFlag(args[1]) {
+				printHelp(stdout, commandNamed("help"), nil)
+				return 0
+			}
 			return run(ctx, append(slices.Clone(args[1:]), "-h"), getenv, stdout, stderr)
 		}
 		printCommandList(stdout)
@@ -118,6 +122,7 @@ func usageStatus(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "offsetd: %s\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 	if isUsage(err) {
+		fmt.Fprint(stderr, "Run 'offsetd help' for the commands, 'offsetd COMMAND -h' for one's arguments and flags.\n")
 		return 2
 	}
 	return 1

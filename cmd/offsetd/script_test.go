@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,10 +41,11 @@ func TestCLIScripts(t *testing.T) {
 //	                     (! stopserve: unless it fails).
 //
 // The server's working directory is $WORK, so the default -data is
-// $WORK/offsetd-data. Its environment is the test's, with PATH, HOME,
-// TMPDIR and every OFFSETD_ variable the script set by name in
-// scriptServeEnv. Kafka listens on a free port unless the script sets
-// OFFSETD_KAFKA_LISTEN. Servers still running at the end are stopped.
+// $WORK/offsetd-data. Its environment is the test's, with the script's
+// PATH, HOME, TMPDIR and the OFFSETD_ variables in scriptServeEnv; other
+// options go as flags. Kafka listens on a free port unless the script sets
+// OFFSETD_KAFKA_LISTEN (-kafka-listen= turns it off). Servers still
+// running at the end are stopped.
 func scriptParams(dir string) testscript.Params {
 	return testscript.Params{
 		Dir: dir,
@@ -89,9 +91,7 @@ func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	for _, k := range append([]string{"PATH", "HOME", "TMPDIR"}, scriptServeEnv...) {
-		if v := ts.Getenv(k); v != "" {
-			env = append(env, k+"="+v)
-		}
+		env = append(env, k+"="+ts.Getenv(k))
 	}
 	cmd.Env = env
 	logFile, err := os.Create(filepath.Join(cmd.Dir, name+".log"))
@@ -115,13 +115,18 @@ func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
 		close(lines)
 	}()
 	logged := make(chan struct{})
+	var kafka string // from the log line of the options in effect, before loaded closes
 	go func() {
 		defer close(logged)
 		seen := false
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			fmt.Fprintln(logFile, sc.Text())
-			if !seen && strings.Contains(sc.Text(), "every partition loaded") {
+			line := sc.Text()
+			fmt.Fprintln(logFile, line)
+			if m := servingKafka.FindStringSubmatch(line); m != nil && !seen {
+				kafka = m[1]
+			}
+			if !seen && strings.Contains(line, "every partition loaded") {
 				close(loaded)
 				seen = true
 			}
@@ -146,8 +151,8 @@ func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
 	case <-time.After(time.Minute):
 		ts.Fatalf("offsetd serve %s: not loaded after a minute", name)
 	}
-	if line, ok := <-lines; ok {
-		ts.Setenv(name+"_KAFKA", strings.TrimPrefix(line, "offsetd serving Kafka clients on "))
+	if kafka != "off" {
+		ts.Setenv(name+"_KAFKA", kafka)
 	}
 	ts.Logf("server %s: %s, data in %s", name, url, data)
 	ts.Setenv("OFFSETD_ADDR", url)
@@ -155,6 +160,9 @@ func scriptServe(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(name+"_DATA", data)
 	scriptServers(ts)[name] = s
 }
+
+// servingKafka finds the Kafka listener in serve's log of its options.
+var servingKafka = regexp.MustCompile(` msg=serving .* kafka=(\S+)`)
 
 // waitListening returns serve's first line: "offsetd listening on URL,
 // data in DIR".
