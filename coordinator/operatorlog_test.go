@@ -1,46 +1,27 @@
 package coordinator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/offsetd/offsetd/statictopic"
 )
 
-// logBuffer collects a coordinator's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) mustHave(t *testing.T, pattern string) {
+// mustHave fails t unless the log matches pattern.
+func (b *lockedBuffer) mustHave(t *testing.T, pattern string) {
 	t.Helper()
 	if !regexp.MustCompile(pattern).MatchString(b.String()) {
 		t.Fatalf("the log lacks %q:\n%s", pattern, b)
 	}
 }
 
-func loggedOptions(o Options) (Options, *logBuffer) {
-	b := &logBuffer{}
+func loggedOptions(o Options) (Options, *lockedBuffer) {
+	b := &lockedBuffer{}
 	o.Logger = slog.New(slog.NewTextHandler(b, nil))
 	return o, b
 }

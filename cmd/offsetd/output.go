@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,12 +38,7 @@ func printMapping(out io.Writer, format string, m statictopic.Mapping) error {
 	fmt.Fprintf(out, "topic %s  scope %s  epoch %d  queues %d\n", strconv.Quote(m.Topic), m.Scope, m.Epoch, m.TotalQueues)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tBROKER\tPHYSICAL-QUEUE\tLOGIC-START\tITEMS")
-	ids := make([]int32, 0, len(m.Queues))
-	for id := range m.Queues {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(m.Queues)) {
 		items := m.Queues[id]
 		if len(items) == 0 {
 			continue
