@@ -145,6 +145,9 @@ func checkArgCount(c *command, nargs []int, args []string) error {
 	case len(nargs) == 1:
 		want = fmt.Sprintf("%d arguments, %s", nargs[0], strings.Join(names, " "))
 	}
+	if len(args) == 0 {
+		return fmt.Errorf("want %s; got none", want)
+	}
 	return fmt.Errorf("want %s; got %d: %q", want, len(args), args)
 }
 
