@@ -96,6 +96,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"global-read", "clusterA", "maybe"}, `offsetd: global-read: the switch is on or off, not "maybe"`},
 		{[]string{"groups", "-nope"}, "offsetd: groups: flag provided but not defined: -nope"},
 		{[]string{"serve", "now"}, `offsetd: serve: serve takes no arguments, got ["now"]`},
+		{[]string{"-nope"}, "offsetd: serve: flag provided but not defined: -nope"}, // flags first: serve
 		{[]string{"version", "now"}, `offsetd: version: takes no arguments`},
 	} {
 		code, out, errs := runCmd(t, nil, c.args...)
