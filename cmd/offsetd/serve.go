@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -87,8 +88,8 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	fresh, serving := errors.Is(statErr, fs.ErrNotExist), false
 	defer func() {
 		if err != nil && fresh && !serving {
-			if rmErr := os.RemoveAll(dataDir); rmErr != nil {
-				logger.Warn("removing the data directory of the failed start", "data", dataDir, "err", rmErr)
+			if rmErr := removeUnused(dataDir); rmErr != nil {
+				logger.Warn("the failed start leaves its data directory", "data", dataDir, "err", rmErr)
 			}
 		}
 	}()
@@ -231,6 +232,25 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		logger.Info("stopped")
 	}
 	return runErr
+}
+
+// removeUnused removes dir, which a failed start created and closed
+// again, holding its lock as a server does: another server that opened
+// the new directory meanwhile keeps it. A directory without a lock file
+// was never opened, and is left.
+func removeUnused(dir string) error {
+	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another server has it open: %w", err)
+	}
+	return os.RemoveAll(dir)
 }
 
 // effective is what a started server actually does, whatever its flags

@@ -320,3 +320,36 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 		t.Fatalf("offsetd version printed %q, want revision %s", out, head)
 	}
 }
+
+// removeUnused leaves a directory another server holds, and one that was
+// never opened.
+func TestRemoveUnused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 1
+	c, err := coordinator.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err == nil {
+		t.Fatal("removed a directory a coordinator holds")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there: %v", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("a directory without a lock file was removed: %v", err)
+	}
+}
