@@ -126,8 +126,8 @@ func TestDocs(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"docout":    cmdDocOut,
-			"waitready": cmdWaitReady,
+			"docout":      cmdDocOut,
+			"waitready":   cmdWaitReady,
 			"waitleaders": cmdWaitLeaders,
 		},
 	})
@@ -146,11 +146,12 @@ type docCommand struct {
 // docBlock is one executed shell block.
 type docBlock struct {
 	doc      string
+	indent   string // of a block in a list item
 	commands []docCommand
 }
 
 var (
-	fenceLine      = regexp.MustCompile("^(```+)\\s*([A-Za-z]*)")
+	fenceLine      = regexp.MustCompile("^([ \\t]*)(```+)\\s*([A-Za-z]*)")
 	notExecuted    = regexp.MustCompile(`^<!-- not executed: (.*\S.*) -->$`)
 	shellLanguages = []string{"console", "sh", "shell", "bash"}
 )
@@ -178,10 +179,11 @@ func parseDoc(doc, src string) ([]docBlock, error) {
 			}
 			continue
 		}
-		fence, lang, start := m[1], m[2], i
+		// A block in a list item is indented: so are its lines.
+		indent, fence, lang, start := m[1], m[2], m[3], i
 		var body []string
-		for i++; i < len(lines) && !strings.HasPrefix(lines[i], fence); i++ {
-			body = append(body, lines[i])
+		for i++; i < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[i], " \t"), fence); i++ {
+			body = append(body, strings.TrimPrefix(lines[i], indent))
 		}
 		if i == len(lines) {
 			return nil, fmt.Errorf("%s:%d: the block is not closed", doc, start+1)
@@ -201,6 +203,7 @@ func parseDoc(doc, src string) ([]docBlock, error) {
 		if err != nil {
 			return nil, err
 		}
+		b.indent = indent
 		blocks = append(blocks, b)
 	}
 	return blocks, nil
@@ -415,8 +418,8 @@ func cmdDocOut(ts *testscript.TestScript, neg bool, args []string) {
 
 var (
 	trailingSpace = regexp.MustCompile(`(?m)[ \t]+$`)
-	millis      = regexp.MustCompile(`\b\d{13}\b`)
-	rfc3339Time = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	millis        = regexp.MustCompile(`\b\d{13}\b`)
+	rfc3339Time   = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 )
 
 // outputMatches reports whether got is what a document shows as want,
@@ -497,6 +500,9 @@ func writeDocUpdates(t *testing.T, root string) {
 				out := strings.Split(strings.TrimSuffix(got.(string), "\n"), "\n")
 				if got.(string) == "" {
 					out = nil
+				}
+				for i := range out {
+					out[i] = b.indent + out[i]
 				}
 				lines = slices.Replace(lines, c.outFrom, c.outTo, out...)
 				changed = true
