@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -248,7 +249,6 @@ func parseBlock(doc string, first int, body []string) (docBlock, error) {
 var (
 	hostPort   = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):(\d{4,5})\b`)
 	assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=\S*$`)
-	flagValue  = regexp.MustCompile(`-(listen|join)\b(?:[ =](\S+))?`)
 )
 
 // docScript turns one document's blocks into a testscript archive: the
@@ -265,7 +265,7 @@ func docScript(blocks []docBlock) (string, error) {
 	}
 	var script, files strings.Builder
 	files.WriteString("-- ports --\n")
-	for _, p := range slices.Sorted(mapKeys(ports)) {
+	for _, p := range slices.Sorted(maps.Keys(ports)) {
 		fmt.Fprintf(&files, "%s\n", p)
 	}
 	mapPorts := func(s string) string {
@@ -344,16 +344,6 @@ func docScript(blocks []docBlock) (string, error) {
 	return script.String() + files.String(), nil
 }
 
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // readPorts reads the document's ports from the archive and picks a free
 // port for each, setting PORT_n in the script's environment.
 func readPorts(file string) (map[string]string, error) {
@@ -418,6 +408,7 @@ func cmdDocOut(ts *testscript.TestScript, neg bool, args []string) {
 
 var (
 	trailingSpace = regexp.MustCompile(`(?m)[ \t]+$`)
+	columnGap     = regexp.MustCompile(`[ \t]{2,}`)
 	millis        = regexp.MustCompile(`\b\d{13}\b`)
 	rfc3339Time   = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 )
@@ -427,6 +418,7 @@ var (
 func outputMatches(want, got string) bool {
 	normal := func(s string) string {
 		s = trailingSpace.ReplaceAllString(s, "")
+		s = columnGap.ReplaceAllString(s, "  ") // a table's columns widen with its values
 		s = millis.ReplaceAllString(s, "<ms>")
 		return rfc3339Time.ReplaceAllString(s, "<time>")
 	}
@@ -461,7 +453,7 @@ func cmdWaitReady(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	url := "http://" + args[0] + args[1]
 	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := hc.Get(url)
 		if err == nil {
@@ -471,7 +463,7 @@ func cmdWaitReady(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("%s did not answer 200 within a minute (last: %v)", url, err)
+			ts.Fatalf("%s did not answer 200 within 30 s (last: %v)", url, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a process: nothing to wait on
 	}
@@ -527,15 +519,9 @@ func cmdWaitLeaders(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(time.Minute)
 	for _, addr := range args {
 		for {
-			var parts []struct {
-				Leader uint64 `json:"leader"`
-			}
+			var parts []partitionLeader
 			err := getJSON(hc, "http://"+addr+"/v1/cluster/partitions", &parts)
-			if err == nil && len(parts) > 0 && !slices.ContainsFunc(parts, func(p struct {
-				Leader uint64 `json:"leader"`
-			}) bool {
-				return p.Leader == 0
-			}) {
+			if err == nil && len(parts) > 0 && !slices.ContainsFunc(parts, partitionLeader.none) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -545,6 +531,13 @@ func cmdWaitLeaders(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 }
+
+// partitionLeader is the leader of an entry of GET /v1/cluster/partitions.
+type partitionLeader struct {
+	Leader uint64 `json:"leader"`
+}
+
+func (p partitionLeader) none() bool { return p.Leader == 0 }
 
 // getJSON decodes a 200 answer of url into v.
 func getJSON(hc *http.Client, url string, v any) error {
