@@ -124,11 +124,13 @@ func TestDocs(t *testing.T) {
 			env.Setenv("OFFSETD_LISTEN", "127.0.0.1:"+ports["7070"])
 			env.Setenv("OFFSETD_ADDR", "127.0.0.1:"+ports["7070"])
 			env.Setenv("OFFSETD_KAFKA_LISTEN", "127.0.0.1:"+ports["9092"])
+			env.Values[docServersKey{}] = map[string]*docServer{}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"docout":      cmdDocOut,
-			"waitready":   cmdWaitReady,
+			"docserve":    docServe(bin),
+			"docstop":     cmdDocStop,
 			"waitleaders": cmdWaitLeaders,
 		},
 	})
@@ -300,17 +302,7 @@ func docScript(blocks []docBlock) (string, error) {
 						return "", fmt.Errorf("%s: a background command is plain words, without %q", where, w)
 					}
 				}
-				cluster := slices.ContainsFunc(words, func(w string) bool { return strings.HasPrefix(w, "-peers") })
-				if cluster {
-					// A cluster node listens for Kafka clients where
-					// -kafka-peers says, or not at all.
-					script.WriteString("env OFFSETD_KAFKA_LISTEN=\n")
-				}
 				name := fmt.Sprintf("srv%d", n)
-				fmt.Fprintf(&script, "exec %s &%s&\n", mapPorts(strings.Join(words, " ")), name)
-				if cluster {
-					script.WriteString("env OFFSETD_KAFKA_LISTEN=127.0.0.1:${PORT_9092}\n")
-				}
 				addr, path := "127.0.0.1:${PORT_7070}", "/readyz"
 				for i, w := range words {
 					if w == "-listen" && i+1 < len(words) {
@@ -320,14 +312,16 @@ func docScript(blocks []docBlock) (string, error) {
 						path = "/healthz"
 					}
 				}
-				fmt.Fprintf(&script, "waitready %s %s\n", addr, path)
-				if cluster && path == "/readyz" {
+				fmt.Fprintf(&script, "docserve %s %s %s %s\n", name, addr, path, mapPorts(strings.Join(words, " ")))
+				if slices.Contains(words, "-peers") && path == "/readyz" {
 					founding = append(founding, addr)
 				}
+				stop := name
 				if c.output != "" {
 					fmt.Fprintf(&files, "-- out/%d --\n%s", n, c.output)
-					servers = append(servers, fmt.Sprintf("kill -INT %s\nwait %s\ndocout stdout %d %s\n", name, name, n, where))
+					stop = fmt.Sprintf("%s=%d=%s", name, n, where)
 				}
+				servers = append(servers, stop)
 			default:
 				if strings.Contains(c.output, "\n-- ") || strings.HasPrefix(c.output, "-- ") {
 					return "", fmt.Errorf("%s: output lines may not start with \"-- \"", where)
@@ -338,8 +332,8 @@ func docScript(blocks []docBlock) (string, error) {
 			}
 		}
 	}
-	for _, s := range slices.Backward(servers) {
-		script.WriteString(s)
+	if len(servers) > 0 {
+		fmt.Fprintf(&script, "docstop %s\n", strings.Join(servers, " "))
 	}
 	return script.String() + files.String(), nil
 }
@@ -371,27 +365,29 @@ func readPorts(file string) (map[string]string, error) {
 }
 
 // cmdDocOut compares a command's output with what its document shows:
-// docout status|stdout N WHERE. With status, the command's exit status
-// (written to .status) must be 0 unless the document shows its output.
+// docout status N WHERE. The command's exit status (written to .status)
+// must be 0 unless the document shows its output.
 func cmdDocOut(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 3 {
-		ts.Fatalf("usage: docout status|stdout N WHERE")
+	if neg || len(args) != 3 || args[0] != "status" {
+		ts.Fatalf("usage: docout status N WHERE")
 	}
-	want := ts.ReadFile("out/" + args[1])
-	got := ts.ReadFile("stdout")
+	compareDocOutput(ts, args[1], args[2], ts.ReadFile("stdout"), strings.TrimSpace(ts.ReadFile(".status")))
+}
+
+// compareDocOutput compares what command N printed with what its document
+// shows, and its exit status ("" for a server, whose status docstop checks).
+func compareDocOutput(ts *testscript.TestScript, n, where, got, status string) {
+	want := ts.ReadFile("out/" + n)
 	for _, doc := range strings.Fields(ts.ReadFile("ports")) {
 		real := ts.Getenv("PORT_" + doc)
 		got = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):`+real+`\b`).ReplaceAllString(got, "${1}:"+doc)
 	}
-	if args[0] == "status" {
-		status := strings.TrimSpace(ts.ReadFile(".status"))
-		if status != "0" && want == "" {
-			if *updateDocs && got != "" {
-				docUpdates.Store(args[2], got)
-				return
-			}
-			ts.Fatalf("%s: exit status %s, and the document shows no output; it printed:\n%s", args[2], status, got)
+	if status != "" && status != "0" && want == "" {
+		if *updateDocs && got != "" {
+			docUpdates.Store(where, got)
+			return
 		}
+		ts.Fatalf("%s: exit status %s, and the document shows no output; it printed:\n%s", where, status, got)
 	}
 	got = trailingSpace.ReplaceAllString(got, "") // invisible, and editors drop it
 	if got != "" && !strings.HasSuffix(got, "\n") {
@@ -399,10 +395,10 @@ func cmdDocOut(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if !outputMatches(want, got) {
 		if *updateDocs {
-			docUpdates.Store(args[2], got)
+			docUpdates.Store(where, got)
 			return
 		}
-		ts.Fatalf("%s: the output differs from the document's\n--- the document shows:\n%s--- it printed:\n%s", args[2], want, got)
+		ts.Fatalf("%s: the output differs from the document's\n--- the document shows:\n%s--- it printed:\n%s", where, want, got)
 	}
 }
 
@@ -445,13 +441,56 @@ func outputMatches(want, got string) bool {
 	return regexp.MustCompile(re.String()).MatchString(got)
 }
 
-// cmdWaitReady waits until a server answers 200 at a path: waitready
-// HOST:PORT PATH.
-func cmdWaitReady(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: waitready HOST:PORT PATH")
+// docServer is an offsetd serve a document started.
+type docServer struct {
+	cmd    *osexec.Cmd
+	stdout *syncBuffer
+	log    string // its stderr
+	done   chan error
+}
+
+// docServersKey keys a script's servers in its values.
+type docServersKey struct{}
+
+// docServe returns the command that starts the offsetd binary bin, serving
+// in the background as its own process, and waits until it answers 200 at
+// a path: docserve NAME HOST:PORT PATH offsetd ARGS... It fails at once if
+// the server exits. A cluster node (-peers) gets no OFFSETD_KAFKA_LISTEN:
+// it listens for Kafka clients where -kafka-peers says, or not at all.
+func docServe(bin string) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 4 || args[3] != "offsetd" {
+			ts.Fatalf("usage: docserve NAME HOST:PORT PATH offsetd ARGS...")
+		}
+		serveDoc(ts, bin, args[0], "http://"+args[1]+args[2], args[4:])
 	}
-	url := "http://" + args[0] + args[1]
+}
+
+// serveDoc starts bin with args as server name, and waits until url
+// answers 200.
+func serveDoc(ts *testscript.TestScript, bin, name, url string, args []string) {
+	servers := ts.Value(docServersKey{}).(map[string]*docServer)
+	s := &docServer{stdout: &syncBuffer{}, log: ts.MkAbs(name + ".log"), done: make(chan error, 1)}
+	logFile, err := os.Create(s.log)
+	ts.Check(err)
+	defer logFile.Close()
+	s.cmd = osexec.Command(bin, args...)
+	s.cmd.Dir = ts.Getenv("WORK")
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, logFile
+	s.cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "TMPDIR=" + ts.Getenv("TMPDIR"),
+		"OFFSETD_LISTEN=" + ts.Getenv("OFFSETD_LISTEN")}
+	if !slices.Contains(args, "-peers") {
+		s.cmd.Env = append(s.cmd.Env, "OFFSETD_KAFKA_LISTEN="+ts.Getenv("OFFSETD_KAFKA_LISTEN"))
+	}
+	ts.Check(s.cmd.Start())
+	servers[name] = s
+	go func() { s.done <- s.cmd.Wait() }()
+	ts.Defer(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+		}
+	})
+
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -462,49 +501,49 @@ func cmdWaitReady(ts *testscript.TestScript, neg bool, args []string) {
 				return
 			}
 		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			log, _ := os.ReadFile(s.log)
+			ts.Fatalf("%s exited (%v) before %s answered 200:\n%s%s", name, err, url, s.stdout, log)
+		case <-time.After(20 * time.Millisecond): // polling a process: nothing to wait on
+		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("%s did not answer 200 within 30 s (last: %v)", url, err)
 		}
-		time.Sleep(20 * time.Millisecond) // polling a process: nothing to wait on
 	}
 }
 
-// writeDocUpdates writes the outputs -update collected into the documents.
-func writeDocUpdates(t *testing.T, root string) {
-	for _, doc := range docFiles(t, root) {
-		file := filepath.Join(root, doc)
-		src, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
+// cmdDocStop stops servers (SIGINT) together and waits for them, each of
+// which must exit 0: docstop NAME[=N=WHERE]... With N, what the server
+// printed on stdout is compared with what its document shows.
+func cmdDocStop(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: docstop NAME[=N=WHERE]...")
+	}
+	servers := ts.Value(docServersKey{}).(map[string]*docServer)
+	for _, arg := range args {
+		name, _, _ := strings.Cut(arg, "=")
+		s := servers[name]
+		if s == nil {
+			ts.Fatalf("no server %s", name)
 		}
-		blocks, err := parseDoc(doc, string(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(string(src), "\n")
-		changed := false
-		for _, b := range slices.Backward(blocks) {
-			for _, c := range slices.Backward(b.commands) {
-				got, ok := docUpdates.Load(fmt.Sprintf("%s:%d", doc, c.line))
-				if !ok {
-					continue
-				}
-				out := strings.Split(strings.TrimSuffix(got.(string), "\n"), "\n")
-				if got.(string) == "" {
-					out = nil
-				}
-				for i := range out {
-					out[i] = b.indent + out[i]
-				}
-				lines = slices.Replace(lines, c.outFrom, c.outTo, out...)
-				changed = true
+		s.cmd.Process.Signal(os.Interrupt)
+	}
+	for _, arg := range args {
+		name, shown, _ := strings.Cut(arg, "=")
+		s := servers[name]
+		select {
+		case err := <-s.done:
+			if err != nil {
+				log, _ := os.ReadFile(s.log)
+				ts.Fatalf("%s: %v, stopping:\n%s", name, err, log)
 			}
+		case <-time.After(time.Minute):
+			ts.Fatalf("%s did not stop within a minute of SIGINT", name)
 		}
-		if changed {
-			if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("updated %s", doc)
+		if n, where, ok := strings.Cut(shown, "="); ok {
+			compareDocOutput(ts, n, where, s.stdout.String(), "")
 		}
 	}
 }
@@ -550,4 +589,44 @@ func getJSON(hc *http.Client, url string, v any) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// writeDocUpdates writes the outputs -update collected into the documents.
+func writeDocUpdates(t *testing.T, root string) {
+	for _, doc := range docFiles(t, root) {
+		file := filepath.Join(root, doc)
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := parseDoc(doc, string(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(src), "\n")
+		changed := false
+		for _, b := range slices.Backward(blocks) {
+			for _, c := range slices.Backward(b.commands) {
+				got, ok := docUpdates.Load(fmt.Sprintf("%s:%d", doc, c.line))
+				if !ok {
+					continue
+				}
+				out := strings.Split(strings.TrimSuffix(got.(string), "\n"), "\n")
+				if got.(string) == "" {
+					out = nil
+				}
+				for i := range out {
+					out[i] = b.indent + out[i]
+				}
+				lines = slices.Replace(lines, c.outFrom, c.outTo, out...)
+				changed = true
+			}
+		}
+		if changed {
+			if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("updated %s", doc)
+		}
+	}
 }
