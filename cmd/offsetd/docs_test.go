@@ -630,3 +630,15 @@ func writeDocUpdates(t *testing.T, root string) {
 		}
 	}
 }
+
+// TestREADMESize holds README.md to a user guide's length: the rest
+// belongs in docs/.
+func TestREADMESize(t *testing.T) {
+	fi, err := os.Stat("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 25<<10 {
+		t.Errorf("README.md is %d bytes, over 25 KiB: move the detail to docs/", fi.Size())
+	}
+}
