@@ -31,11 +31,19 @@ import (
 // (lines starting with "$ ", continued by a trailing backslash) and, after
 // each, the output it prints (stdout and stderr together). In that output
 // "…" stands for any text within a line, and a line that is only "…" for any
-// number of lines. A command ending in " &" runs in the background; if it
-// is offsetd serve, the next command waits until it answers /readyz (or
-// /healthz, for a node started with -join), and the output shown after it
-// is its stdout, compared once it is stopped at the end of the document.
-// A command may fail only where the document shows what it prints.
+// number of lines; runs of spaces and trailing spaces compare equal (a
+// table's columns widen with its values). A command may fail only where the
+// document shows what it prints.
+//
+// Only offsetd serve runs in the background (a command ending in " &"): the
+// test starts it as its own process and waits until it answers /readyz (or
+// /healthz, for a node started with -join), failing with its log if it
+// exits; a command after the nodes of a new cluster first waits until every
+// partition has a leader, as a person gives it the second or two its
+// elections take. The output shown after a server is its stdout, compared
+// once the servers are stopped (SIGINT, together) at the end of the
+// document; each must exit 0. The documents of one run go in parallel,
+// each in a directory of its own.
 //
 // Ports: every host:port on 127.0.0.1 or localhost that a document's
 // commands name is mapped to a free port the test picks, in the commands
@@ -47,6 +55,10 @@ import (
 // A block that cannot run here is preceded by a comment giving the reason:
 //
 //	<!-- not executed: it downloads from the network -->
+//
+// go test ./cmd/offsetd -run TestDocs -update writes what each command
+// printed into its document where it differs from what the document shows
+// (placeholders are lost there: put them back by hand).
 
 // docFiles are the documents whose examples are executed, relative to the
 // repository's root.
