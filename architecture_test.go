@@ -32,6 +32,7 @@ var anchoredLayers = map[string]int{
 	"internal/wire":        0,
 	"internal/powercut":    0,
 	"internal/offsetcheck": 0,
+	"internal/buildinfo":   0,
 	"coordinator":          1,
 	"cluster":              2,
 	"kafka":                2,
