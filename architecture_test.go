@@ -42,7 +42,7 @@ var anchoredLayers = map[string]int{
 }
 
 // testSupport are packages for tests only: no production code imports them.
-var testSupport = []string{"internal/powercut", "internal/offsetcheck", "internal/conntest", "cluster/clustertest"}
+var testSupport = []string{"internal/powercut", "internal/offsetcheck", "internal/conntest", "internal/dirhash", "cluster/clustertest"}
 
 // pure packages do no I/O (and statictopic and partitioner read no clock):
 // the standard-library packages each must not import.
