@@ -1,5 +1,7 @@
 package kafka
 
+import "github.com/twmb/franz-go/pkg/kmsg"
+
 // GroupDescription is the live membership of a classic group, for
 // operators.
 type GroupDescription struct {
@@ -40,4 +42,40 @@ func (h *Handler) Describe(group string) (d GroupDescription, ok bool) {
 		d.Members = append(d.Members, md)
 	}
 	return d, true
+}
+
+// describe fills a DescribeGroups answer from the group's membership.
+func (g *group) describe(rg *kmsg.DescribeGroupsResponseGroup) {
+	rg.State = g.state.String()
+	rg.ProtocolType = g.protocolType
+	if g.state == stateStable {
+		rg.Protocol = g.protocol
+	}
+	for _, m := range g.members {
+		rm := kmsg.NewDescribeGroupsResponseGroupMember()
+		rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
+		if g.state == stateStable {
+			rm.ProtocolMetadata = m.metadata(g.protocol)
+			rm.MemberAssignment = m.assignment
+		}
+		rg.Members = append(rg.Members, rm)
+	}
+}
+
+// subscribed returns whether the members of a consumer group subscribe
+// to a topic, read from their join metadata. When a member's metadata
+// cannot be read every topic counts as subscribed: better to refuse a
+// delete than to delete offsets in use.
+func (g *group) subscribed() func(topic string) bool {
+	topics := map[string]bool{}
+	for _, m := range g.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if err := meta.ReadFrom(m.metadata(g.protocol)); err != nil {
+			return func(string) bool { return true }
+		}
+		for _, t := range meta.Topics {
+			topics[t] = true
+		}
+	}
+	return func(topic string) bool { return topics[topic] }
 }

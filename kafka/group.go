@@ -61,6 +61,10 @@ type group struct {
 	joins        uint64             // guarded by mu; orders members by first join
 }
 
+// msgSessionExpired is logged, with the group and member, when a member's
+// session times out, after it has been removed.
+const msgSessionExpired = "kafka group member session expired"
+
 // storeGenerationTimeout bounds the write of a new generation, which holds
 // the group (and, after a rebalance timeout, the timer goroutine).
 const storeGenerationTimeout = 10 * time.Second
@@ -421,12 +425,9 @@ func (g *group) heartbeat(m *member) {
 		if g.members[m.id] != m || m.session != tm {
 			return // left, replaced or heard from since
 		}
-		g.h.log.Info("kafka group member session expired", "group", g.name, "member", m.id)
 		g.removeMember(m)
 		g.startRebalance()
-		if f := g.h.expired; f != nil {
-			f(g.name, m.id)
-		}
+		g.h.log.Info(msgSessionExpired, "group", g.name, "member", m.id)
 	})
 	m.session = tm
 }

@@ -42,10 +42,6 @@ type Handler struct {
 	ctx     context.Context    // ended by Close: writes the handler starts on its own
 	cancel  context.CancelFunc // ends ctx
 	once    sync.Once
-
-	// expired, if set (by tests), is called when a member's session times
-	// out, after it has been removed.
-	expired func(group, member string)
 }
 
 // NewHandler returns a Handler serving c's groups. opts is copied; bad

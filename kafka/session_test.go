@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -96,10 +97,10 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 // by the one timer goroutine.
 func TestSessionExpiry(t *testing.T) {
 	c := openCoordinator(t, t.TempDir())
-	h := newHandler(t, c, testHandlerOptions())
+	o := testHandlerOptions()
 	expired := make(chan string, 1)
-	h.expired = func(_, member string) { expired <- member }
-	gc := groupClient{t, h}
+	o.Logger = slog.New(logged{msg: msgSessionExpired, key: "member", to: expired})
+	gc := groupClient{t, newHandler(t, c, o)}
 
 	j := gc.join("g", 50*time.Millisecond, time.Second)
 	wantCode(t, "join", j.ErrorCode, nil)
