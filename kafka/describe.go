@@ -25,23 +25,20 @@ type MemberDescription struct {
 	ClientHost string
 }
 
-// Describe returns the membership of group; ok is false when the group
+// Describe returns the membership of the group named name; ok is false when the group
 // has none (only offsets, or nothing).
-func (h *Handler) Describe(group string) (d GroupDescription, ok bool) {
-	g := h.lookup(group)
-	if g == nil {
-		return GroupDescription{}, false
-	}
-	defer g.mu.Unlock()
-	d = GroupDescription{State: g.state.String(), ProtocolType: g.protocolType, Protocol: g.protocol, Generation: g.generation, Leader: g.leader}
-	for _, m := range g.members {
-		md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
-		if m.instanceID != nil {
-			md.InstanceID = *m.instanceID
+func (h *Handler) Describe(name string) (d GroupDescription, ok bool) {
+	ok = h.inGroup(name, false, func(g *group) {
+		d = GroupDescription{State: g.state.String(), ProtocolType: g.protocolType, Protocol: g.protocol, Generation: g.generation, Leader: g.leader}
+		for _, m := range g.members {
+			md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
+			if m.instanceID != nil {
+				md.InstanceID = *m.instanceID
+			}
+			d.Members = append(d.Members, md)
 		}
-		d.Members = append(d.Members, md)
-	}
-	return d, true
+	})
+	return d, ok
 }
 
 // describe fills a DescribeGroups answer from the group's membership.

@@ -42,6 +42,10 @@ type Handler struct {
 	ctx     context.Context    // ended by Close: writes the handler starts on its own
 	cancel  context.CancelFunc // ends ctx
 	once    sync.Once
+
+	writesMu sync.Mutex     // taken after any group's lock, never before
+	writing  bool           // guarded by writesMu; false once Close began
+	writes   sync.WaitGroup // the writes started by goWrite
 }
 
 // NewHandler returns a Handler serving c's groups. opts is copied; bad
@@ -58,6 +62,7 @@ func NewHandler(c *coordinator.Coordinator, opts Options) (*Handler, error) {
 		log:     opts.Logger,
 		timers:  newTimers(),
 		groups:  map[string]*group{},
+		writing: true,
 		closing: make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -74,7 +79,28 @@ func (h *Handler) Close() {
 		close(h.closing)
 		h.cancel()
 		h.timers.close()
+		h.writesMu.Lock()
+		h.writing = false
+		h.writesMu.Unlock()
+		h.writes.Wait()
 	})
+}
+
+// goWrite runs write, a write the handler starts on its own (a group's
+// next generation), on a goroutine that Close waits for. Once Close has
+// begun it runs nothing: the requests that wait for it are answered by
+// Close.
+func (h *Handler) goWrite(write func()) {
+	h.writesMu.Lock()
+	defer h.writesMu.Unlock()
+	if !h.writing {
+		return
+	}
+	h.writes.Add(1)
+	go func() {
+		defer h.writes.Done()
+		write()
+	}()
 }
 
 // Handle answers req, one of the requests Supported lists, and returns its

@@ -12,27 +12,26 @@ func (h *Handler) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
 	}
-	g := h.lookup(req.Group)
-	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
-	}
-	defer g.mu.Unlock()
+	resp.ErrorCode = kerr.UnknownMemberID.Code
+	h.inGroup(req.Group, false, func(g *group) { resp.ErrorCode = g.heartbeatFrom(req) })
+	return resp
+}
+
+// heartbeatFrom answers a member's Heartbeat.
+func (g *group) heartbeatFrom(req *kmsg.HeartbeatRequest) int16 {
 	m, c := g.fenceMember(req.MemberID, req.InstanceID, req.Generation)
 	if c != 0 {
-		resp.ErrorCode = c
-		return resp
+		return c
 	}
 	switch g.state {
 	case statePreparingRebalance:
-		resp.ErrorCode = kerr.RebalanceInProgress.Code
 		if m.join == nil {
 			g.heartbeat(m)
 		}
+		return kerr.RebalanceInProgress.Code
 	case stateCompletingRebalance, stateStable:
 		g.heartbeat(m)
-	default:
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return 0
 	}
-	return resp
+	return kerr.UnknownMemberID.Code
 }

@@ -17,12 +17,19 @@ func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 	if req.Version < 3 {
 		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}
-	g := h.lookup(req.Group)
-	if g == nil {
+	if !h.inGroup(req.Group, false, func(g *group) { g.leave(leaving, resp) }) {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp
 	}
-	defer g.mu.Unlock()
+	if req.Version < 3 {
+		resp.ErrorCode = resp.Members[0].ErrorCode
+		resp.Members = nil
+	}
+	return resp
+}
+
+// leave removes the members leaving, answering each in resp.
+func (g *group) leave(leaving []kmsg.LeaveGroupRequestMember, resp *kmsg.LeaveGroupResponse) {
 	left := false
 	for _, l := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
@@ -44,7 +51,7 @@ func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 				g.removeMember(m)
 				left = true
 			} else if tm, ok := g.pending[id]; ok {
-				h.timers.cancel(tm)
+				g.h.timers.cancel(tm)
 				delete(g.pending, id)
 			} else {
 				rm.ErrorCode = kerr.UnknownMemberID.Code
@@ -55,9 +62,4 @@ func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
 	if left {
 		g.startRebalance()
 	}
-	if req.Version < 3 {
-		resp.ErrorCode = resp.Members[0].ErrorCode
-		resp.Members = nil
-	}
-	return resp
 }

@@ -17,13 +17,11 @@ func (h *Handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (km
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
-	g := h.lookup(req.Group)
-	if g == nil {
+	var ch chan kmsg.Response
+	if !h.inGroup(req.Group, false, func(g *group) { ch = g.sync(req, resp) }) {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp, nil
 	}
-	ch := g.sync(req, resp)
-	g.mu.Unlock()
 	if ch == nil {
 		return resp, nil
 	}
