@@ -1,6 +1,9 @@
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // GroupDescription is the live membership of a classic group, for
 // operators.
@@ -41,8 +44,15 @@ func (h *Handler) Describe(name string) (d GroupDescription, ok bool) {
 	return d, ok
 }
 
-// describe fills a DescribeGroups answer from the group's membership.
+// describe fills a DescribeGroups answer from the group's membership. A
+// consumer group is described by ConsumerGroupDescribe: DescribeGroups
+// answers GROUP_ID_NOT_FOUND for it, as Kafka does.
 func (g *group) describe(rg *kmsg.DescribeGroupsResponseGroup) {
+	if g.cg != nil {
+		rg.ErrorCode = kerr.GroupIDNotFound.Code
+		rg.ErrorMessage = kmsg.StringPtr("the group is a consumer group")
+		return
+	}
 	rg.State = g.state.String()
 	rg.ProtocolType = g.protocolType
 	if g.state == stateStable {

@@ -64,6 +64,10 @@ type group struct {
 	storing  bool                     // guarded by mu; the next generation is being stored
 	commits  int                      // guarded by mu; member commits being written
 	deleting map[string]chan struct{} // guarded by mu; see deletions.go
+
+	// cg is the group's state on the consumer protocol (KIP-848),
+	// consumer.go; nil for a classic group.
+	cg *consumerGroup // guarded by mu
 }
 
 // msgSessionExpired is logged, with the group and member, when a member's
@@ -161,6 +165,13 @@ func (h *Handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, fro
 // join runs a JoinGroup under g.mu. It either fills resp and returns nil,
 // or parks the request and returns the channel its answer will come on.
 func (g *group) join(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, from Client, session time.Duration) chan kmsg.Response {
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+			return nil
+		}
+		g.cg = nil // an empty consumer group turns classic
+	}
 	if !g.protocolsMatch(req) {
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return nil
@@ -601,7 +612,7 @@ func (g *group) forgetIfUnused() {
 		defer g.h.mu.Unlock()
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 || g.h.groups[g.name] != g ||
+		if !g.empty() || len(g.members) > 0 || len(g.pending) > 0 || g.h.groups[g.name] != g ||
 			g.storing || g.commits > 0 || len(g.deleting) > 0 {
 			return
 		}
@@ -611,6 +622,11 @@ func (g *group) forgetIfUnused() {
 		g.state = stateDead
 		delete(g.h.groups, g.name)
 	})
+}
+
+// empty reports whether the group has no members on either protocol.
+func (g *group) empty() bool {
+	return g.state == stateEmpty && (g.cg == nil || len(g.cg.members) == 0)
 }
 
 // nextGeneration is above the group's last generation in memory and above

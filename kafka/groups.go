@@ -112,10 +112,10 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp
 	}
-	type listed struct{ protocolType, state string }
+	type listed struct{ protocolType, state, typ string }
 	all := map[string]listed{}
 	for _, name := range h.c.Groups() {
-		all[name] = listed{state: stateEmpty.String()}
+		all[name] = listed{state: stateEmpty.String(), typ: "classic"}
 	}
 	h.mu.Lock()
 	groups := make([]*group, 0, len(h.groups))
@@ -125,8 +125,12 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	h.mu.Unlock()
 	for _, g := range groups {
 		g.mu.Lock()
-		if g.state != stateDead {
-			all[g.name] = listed{protocolType: g.protocolType, state: g.state.String()}
+		switch {
+		case g.state == stateDead:
+		case g.cg != nil:
+			all[g.name] = listed{protocolType: "consumer", state: g.cg.state(), typ: "consumer"}
+		default:
+			all[g.name] = listed{protocolType: g.protocolType, state: g.state.String(), typ: "classic"}
 		}
 		g.mu.Unlock()
 	}
@@ -143,11 +147,11 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, l.state) }) {
 			continue
 		}
-		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "classic") }) {
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, l.typ) }) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, l.protocolType, l.state, "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, l.protocolType, l.state, l.typ
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
@@ -224,12 +228,12 @@ func (h *Handler) deleteGroup(ctx context.Context, name string) int16 {
 		hadMembers := false
 		h.inGroup(name, true, func(in *group) {
 			switch {
-			case in.state != stateEmpty:
+			case !in.empty():
 				c = kerr.NonEmptyGroup.Code
 			case len(in.deleting) > 0:
 				wait = in.anyDeletion()
 			default:
-				g, hadMembers = in, in.joins > 0
+				g, hadMembers = in, in.joins > 0 || in.cg != nil
 				in.startDeletion("")
 			}
 		})

@@ -147,6 +147,10 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 		resp = h.heartbeat(r)
 	case *kmsg.LeaveGroupRequest:
 		resp = h.leaveGroup(r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		resp = h.consumerGroupHeartbeat(r, from)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		resp = h.consumerGroupDescribe(r)
 	default:
 		return nil, fmt.Errorf("%w: %T", ErrUnsupported, req)
 	}

@@ -98,11 +98,20 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 	}
 	var g *group
 	var m *member
+	stored := generation // the generation the coordinator fences with
 	for {
 		var c int16
 		var deleted <-chan struct{}
 		found := h.inGroup(req.Group, false, func(in *group) {
-			if m, c = in.fenceCommit(req.MemberID, req.InstanceID, generation); c != 0 {
+			if in.cg != nil {
+				// Member epochs are not generations: they are fenced
+				// here, and the coordinator takes a simple commit.
+				stored = coordinator.NoGeneration
+				c = in.fenceConsumerCommit(req.Version, req.MemberID, generation)
+			} else {
+				m, c = in.fenceCommit(req.MemberID, req.InstanceID, generation)
+			}
+			if c != 0 {
 				return
 			}
 			if deleted = in.deletionOf(topics...); deleted == nil {
@@ -124,7 +133,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 			return c
 		}
 	}
-	_, err := h.c.CommitGeneration(ctx, req.Group, generation, offsets)
+	_, err := h.c.CommitGeneration(ctx, req.Group, stored, offsets)
 	if g != nil {
 		g.mu.Lock()
 		g.commits--
@@ -150,7 +159,18 @@ func (h *Handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 			if rg.Topics == nil {
 				topics = nil
 			}
-			ts, c := h.fetchGroup(ctx, rg.Group, topics)
+			var c int16
+			if req.Version >= 9 {
+				h.inGroup(rg.Group, false, func(g *group) {
+					if g.cg != nil {
+						c = g.fenceConsumerFetch(rg.MemberID, rg.MemberEpoch)
+					}
+				})
+			}
+			var ts []kmsg.OffsetFetchResponseTopic
+			if c == 0 {
+				ts, c = h.fetchGroup(ctx, rg.Group, topics)
+			}
 			sg.ErrorCode = c
 			for _, t := range ts {
 				st := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -276,14 +296,16 @@ func (h *Handler) deleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteReque
 		var wait <-chan struct{}
 		h.inGroup(req.Group, true, func(in *group) {
 			subscribed := func(string) bool { return false }
-			if in.state != stateEmpty {
+			if in.cg != nil && len(in.cg.members) > 0 {
+				subscribed = in.cg.subscribed
+			} else if in.state != stateEmpty {
 				if in.protocolType != "consumer" {
 					c = kerr.NonEmptyGroup.Code
 					return
 				}
 				subscribed = in.subscribed()
 			}
-			if in.joins > 0 {
+			if in.joins > 0 || in.cg != nil {
 				exists = true // membership state only, as Kafka's group is
 			}
 			if !exists {

@@ -267,7 +267,9 @@ func TestRefuseEveryKind(t *testing.T) {
 	describe.Groups = []string{"g"}
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.Groups = []string{"g"}
-	reqs := []kmsg.Request{commitRequest("g"), fetch, oldFetch, find, kmsg.NewPtrFindCoordinatorRequest(), describe, del,
+	cgDescribe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgDescribe.Groups = []string{"g"}
+	reqs := []kmsg.Request{kmsg.NewPtrConsumerGroupHeartbeatRequest(), cgDescribe, commitRequest("g"), fetch, oldFetch, find, kmsg.NewPtrFindCoordinatorRequest(), describe, del,
 		kmsg.NewPtrOffsetDeleteRequest(), kmsg.NewPtrListGroupsRequest(), kmsg.NewPtrJoinGroupRequest(),
 		kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrLeaveGroupRequest()}
 	seen := map[int16]bool{}

@@ -29,7 +29,7 @@ func TestHeartbeatPaceOnSlowDisk(t *testing.T) {
 	const (
 		syncDelay  = 10 * time.Millisecond
 		committers = 8
-		rounds     = 400
+		rounds     = 2000
 	)
 	backing, mnt := filepath.Join(t.TempDir(), "backing"), filepath.Join(t.TempDir(), "mnt")
 	for _, d := range []string{backing, mnt} {
