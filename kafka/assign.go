@@ -102,7 +102,9 @@ func assignUniform(members []assignee, partitions map[string]int32) map[string]p
 	if len(members) == 0 {
 		return out
 	}
-	fair := (total + len(members) - 1) / len(members)
+	// A fair share is floor members get, and total%members of them one
+	// more.
+	floor, extra := total/len(members), total%len(members)
 	previous := map[string]map[int32]string{}
 	for _, m := range members {
 		for t, ps := range m.previous {
@@ -124,7 +126,10 @@ func assignUniform(members []assignee, partitions map[string]int32) map[string]p
 		ids := subscribed[t]
 		for p := range partitions[t] {
 			owner, ok := previous[t][p]
-			if ok && slices.Contains(ids, owner) && count[owner] < fair {
+			if ok && slices.Contains(ids, owner) && (count[owner] < floor || count[owner] == floor && extra > 0) {
+				if count[owner] == floor {
+					extra--
+				}
 				out[owner][t] = append(out[owner][t], p)
 				count[owner]++
 				continue

@@ -153,7 +153,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 		g.consumerLeave(req, resp)
 		return
 	}
-	m, c := g.consumerMember(req, from)
+	m, static, c := g.consumerMember(req, from)
 	if c != 0 {
 		resp.ErrorCode = c
 		return
@@ -164,7 +164,7 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 			return
 		}
 	}
-	changed := req.MemberEpoch == 0
+	changed := req.MemberEpoch == 0 && !static // a static member's return changes nothing
 	if req.SubscribedTopicNames != nil {
 		subs := slices.Clone(req.SubscribedTopicNames)
 		slices.Sort(subs)
@@ -205,18 +205,19 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 }
 
 // consumerMember returns the member a heartbeat comes from, making it when
-// it joins, or the code that refuses the heartbeat.
-func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Client) (*consumerMember, int16) {
+// it joins, or the code that refuses the heartbeat. static reports a
+// static member that came back in the place it left.
+func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Client) (m *consumerMember, static bool, c int16) {
 	cg := g.cg
-	m := cg.members[req.MemberID]
+	m = cg.members[req.MemberID]
 	if req.MemberEpoch > 0 {
 		if m == nil {
-			return nil, kerr.UnknownMemberID.Code
+			return nil, false, kerr.UnknownMemberID.Code
 		}
 		if req.InstanceID != nil && cg.static[*req.InstanceID] != m.id {
-			return nil, kerr.FencedInstanceID.Code
+			return nil, false, kerr.FencedInstanceID.Code
 		}
-		return m, 0
+		return m, false, 0
 	}
 	id := req.MemberID
 	if id == "" {
@@ -226,7 +227,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 		if holder, ok := cg.static[*req.InstanceID]; ok && holder != id {
 			old := cg.members[holder]
 			if old.epoch != -2 {
-				return nil, kerr.UnreleasedInstanceID.Code
+				return nil, false, kerr.UnreleasedInstanceID.Code
 			}
 			// The static member comes back under a new member id: it
 			// takes the place, epoch and partitions of the one that
@@ -246,7 +247,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 			cg.target[id] = cg.target[old.id]
 			delete(cg.target, old.id)
 			g.own(m)
-			return m, 0
+			return m, true, 0
 		}
 	}
 	if m != nil {
@@ -255,7 +256,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 		m.assigned, m.revoking, m.state = partitionsOf{}, partitionsOf{}, memberStable
 		m.epoch, m.previousEpoch = 0, 0
 		m.sent = false
-		return m, 0
+		return m, false, 0
 	}
 	m = &consumerMember{
 		id: id, instanceID: req.InstanceID, rackID: req.RackID, clientID: from.ID, clientHost: from.Host,
@@ -265,7 +266,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 	if req.InstanceID != nil {
 		g.cg.static[*req.InstanceID] = id
 	}
-	return m, 0
+	return m, false, 0
 }
 
 // consumerLeave takes a member out (epoch -1), or a static member out for
@@ -457,6 +458,10 @@ func (g *group) reconcile(m *consumerMember, owned partitionsOf) {
 	g.own(m)
 }
 
+// msgRevocationTimeout is logged, with the group and member, when a
+// member is fenced for not revoking within its rebalance timeout.
+const msgRevocationTimeout = "kafka consumer group member fenced: it did not revoke within its rebalance timeout"
+
 // revocationDeadline fences m if it still revokes once its rebalance
 // timeout has passed, so that the partitions it holds go on.
 func (g *group) revocationDeadline(m *consumerMember) {
@@ -469,8 +474,8 @@ func (g *group) revocationDeadline(m *consumerMember) {
 		if g.cg == nil || g.cg.members[m.id] != m || m.revocation != tm || m.state != memberUnrevoked || m.epoch != epoch {
 			return
 		}
-		g.h.log.Info("kafka consumer group member fenced: it did not revoke within its rebalance timeout", "group", g.name, "member", m.id)
 		g.removeConsumer(m)
+		g.h.log.Info(msgRevocationTimeout, "group", g.name, "member", m.id)
 	})
 	m.revocation = tm
 }

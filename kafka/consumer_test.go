@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"log/slog"
+	"slices"
 	"maps"
 	"sync"
 	"testing"
@@ -220,4 +222,105 @@ func (gc groupClient) describeConsumer(group string) kmsg.ConsumerGroupDescribeR
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{group}
 	return gc.do(req).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+}
+
+// consumerBeat sends a ConsumerGroupHeartbeat of group "g"; owned nil sends
+// no owned partitions (unchanged), otherwise those of topic id.
+func (gc groupClient) consumerBeat(member string, epoch int32, instance *string, id [16]byte, owned []int32) *kmsg.ConsumerGroupHeartbeatResponse {
+	gc.t.Helper()
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "g", member, epoch, instance
+	req.RebalanceTimeoutMillis = -1
+	if epoch == 0 {
+		req.RebalanceTimeoutMillis = 100
+		req.SubscribedTopicNames = []string{"orders"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	} else if owned != nil {
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: id, Partitions: owned}}
+	}
+	return gc.do(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+}
+
+// assigned returns the partitions a heartbeat answer assigns, or nil when
+// it carries no assignment.
+func assigned(t *testing.T, resp *kmsg.ConsumerGroupHeartbeatResponse) []int32 {
+	t.Helper()
+	if resp.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp.Assignment == nil {
+		return nil
+	}
+	out := []int32{}
+	for _, tp := range resp.Assignment.Topics {
+		out = append(out, tp.Partitions...)
+	}
+	return out
+}
+
+// A partition moves to a new member only once its previous member has
+// revoked it; a member that does not revoke within its rebalance timeout
+// is fenced; a static member that leaves for a while (epoch -2) hands its
+// place, epoch and partitions to the member that comes back with its
+// instance id.
+func TestConsumerRevokeBeforeReassign(t *testing.T) {
+	id := [16]byte{1}
+	o := testHandlerOptions()
+	o.Topics = knownTopics{"orders": {id, 4}}
+	fenced := make(chan string, 1)
+	o.Logger = slog.New(logged{msg: msgRevocationTimeout, key: "member", to: fenced})
+	gc := groupClient{t, newHandler(t, openCoordinator(t, t.TempDir()), o)}
+	want := func(what string, got, want []int32) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: assigned %v, want %v", what, got, want)
+		}
+	}
+
+	a := gc.consumerBeat("a", 0, nil, id, nil)
+	want("a joins", assigned(t, a), []int32{0, 1, 2, 3})
+	b := gc.consumerBeat("b", 0, nil, id, nil)
+	want("b joins while a owns everything", assigned(t, b), []int32{})
+	a = gc.consumerBeat("a", a.MemberEpoch, nil, id, []int32{0, 1, 2, 3})
+	want("a is asked to revoke", assigned(t, a), []int32{0, 1})
+	if a.MemberEpoch != 1 {
+		t.Fatalf("a revoking at epoch %d, want its epoch 1 kept", a.MemberEpoch)
+	}
+	if got := assigned(t, gc.consumerBeat("b", b.MemberEpoch, nil, id, []int32{})); len(got) != 0 {
+		t.Fatalf("b got %v before a revoked", got)
+	}
+	a = gc.consumerBeat("a", a.MemberEpoch, nil, id, []int32{0, 1})
+	if a.MemberEpoch != b.MemberEpoch {
+		t.Fatalf("a at epoch %d after revoking, want %d", a.MemberEpoch, b.MemberEpoch)
+	}
+	want("b after a revoked", assigned(t, gc.consumerBeat("b", b.MemberEpoch, nil, id, []int32{})), []int32{2, 3})
+	wantCode(t, "a at its previous epoch, owning more than it has", gc.consumerBeat("a", 1, nil, id, []int32{0, 1, 2}).ErrorCode, kerr.FencedMemberEpoch)
+
+	// c joins: a keeps its two (sticky), b must give one up but never
+	// answers: once its rebalance timeout passes it is fenced, and its
+	// partitions go on.
+	c := gc.consumerBeat("c", 0, nil, id, nil)
+	a = gc.consumerBeat("a", a.MemberEpoch, nil, id, []int32{0, 1})
+	want("a keeps its partitions", assigned(t, a), []int32{0, 1})
+	want("b is asked to give one up", assigned(t, gc.consumerBeat("b", b.MemberEpoch, nil, id, []int32{2, 3})), []int32{2})
+	if got := <-fenced; got != "b" {
+		t.Fatalf("fenced %s, want b", got)
+	}
+	wantCode(t, "b after it was fenced", gc.consumerBeat("b", b.MemberEpoch, nil, id, nil).ErrorCode, kerr.UnknownMemberID)
+	c = gc.consumerBeat("c", c.MemberEpoch, nil, id, []int32{})
+	want("c after b was fenced", assigned(t, c), []int32{2, 3})
+
+	// A static member leaves for a while and comes back as another id.
+	s1 := kmsg.StringPtr("s1")
+	s := gc.consumerBeat("s", 0, s1, id, nil)
+	wantCode(t, "another member with s's instance id", gc.consumerBeat("t", 0, s1, id, nil).ErrorCode, kerr.UnreleasedInstanceID)
+	leave := gc.consumerBeat("s", -2, s1, id, nil)
+	if leave.ErrorCode != 0 || leave.MemberEpoch != -2 {
+		t.Fatalf("static leave: code %d epoch %d", leave.ErrorCode, leave.MemberEpoch)
+	}
+	back := gc.consumerBeat("s-again", 0, s1, id, nil)
+	if back.ErrorCode != 0 || back.MemberEpoch != s.MemberEpoch {
+		t.Fatalf("static member back: code %d epoch %d, want its epoch %d", back.ErrorCode, back.MemberEpoch, s.MemberEpoch)
+	}
 }
