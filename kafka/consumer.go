@@ -640,12 +640,7 @@ func (h *Handler) consumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequest) 
 		if req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = allGroupOperations
 		}
-		switch {
-		case !validName(name):
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-		case !h.coordinates(name):
-			rg.ErrorCode = kerr.NotCoordinator.Code
-		default:
+		if rg.ErrorCode = h.describable(name); rg.ErrorCode == 0 {
 			rg.ErrorCode = kerr.GroupIDNotFound.Code
 			h.inGroup(name, false, func(g *group) {
 				if g.cg != nil {

@@ -3,14 +3,13 @@ package kafka
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -36,16 +35,8 @@ func newConsumerCluster(t *testing.T, partitions int32, topic string) (*routedCl
 	for key, v := range handlerVersions {
 		versions.SetMaxKeyVersion(key, v.max)
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(versions))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	rc := &routedCluster{Cluster: cluster}
-	for key := range handlerVersions {
-		cluster.ControlKey(key, rc.route)
-	}
-	adm := newAdmin(t, cluster.ListenAddrs()[0])
+	rc := newRoutedVersions(t, 1, partitions, topic, versions)
+	adm := newAdmin(t, rc.ListenAddrs()[0])
 	details, err := adm.ListTopics(testContext(t), topic)
 	if err != nil {
 		t.Fatal(err)

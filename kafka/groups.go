@@ -167,15 +167,7 @@ func (h *Handler) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Response 
 		if req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = allGroupOperations
 		}
-		switch {
-		case !validName(name):
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-		case !h.coordinates(name):
-			rg.ErrorCode = kerr.NotCoordinator.Code
-		default:
-			if h.inGroup(name, false, func(g *group) { g.describe(&rg) }) {
-				break
-			}
+		if rg.ErrorCode = h.describable(name); rg.ErrorCode == 0 && !h.inGroup(name, false, func(g *group) { g.describe(&rg) }) {
 			_, ok, err := h.c.Group(name)
 			switch {
 			case err != nil:
@@ -192,6 +184,18 @@ func (h *Handler) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Response 
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
+}
+
+// describable returns the code that refuses to describe the group named
+// name here, or 0.
+func (h *Handler) describable(name string) int16 {
+	switch {
+	case !validName(name):
+		return kerr.InvalidGroupID.Code
+	case !h.coordinates(name):
+		return kerr.NotCoordinator.Code
+	}
+	return 0
 }
 
 // allGroupOperations is the ACL operations bitfield of a group with no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,8 @@ type Handler struct {
 	cancel  context.CancelFunc // ends ctx
 	once    sync.Once
 
+	classicOnly map[int16]versionRange // handlerVersions without the consumer protocol
+
 	writesMu sync.Mutex     // taken after any group's lock, never before
 	writing  bool           // guarded by writesMu; false once Close began
 	writes   sync.WaitGroup // the writes started by goWrite
@@ -56,16 +59,21 @@ func NewHandler(c *coordinator.Coordinator, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	classicOnly := maps.Clone(handlerVersions)
+	for _, key := range consumerProtocol {
+		delete(classicOnly, key)
+	}
 	return &Handler{
-		c:       c,
-		opts:    opts,
-		log:     opts.Logger,
-		timers:  newTimers(),
-		groups:  map[string]*group{},
-		writing: true,
-		closing: make(chan struct{}),
-		ctx:     ctx,
-		cancel:  cancel,
+		classicOnly: classicOnly,
+		c:           c,
+		opts:        opts,
+		log:         opts.Logger,
+		timers:      newTimers(),
+		groups:      map[string]*group{},
+		writing:     true,
+		closing:     make(chan struct{}),
+		ctx:         ctx,
+		cancel:      cancel,
 	}, nil
 }
 
@@ -109,7 +117,7 @@ func (h *Handler) goWrite(write func()) {
 // unsupported key or version fails with ErrUnsupported: the caller should
 // close the connection it came from.
 func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (kmsg.Response, error) {
-	if !supports(handlerVersions, req) {
+	if !supports(h.served(), req) {
 		return nil, fmt.Errorf("%w: %s v%d", ErrUnsupported, kmsg.NameForKey(req.Key()), req.GetVersion())
 	}
 	start := time.Now()
