@@ -347,7 +347,9 @@ func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Re
 			rt.ErrorCode = kerr.UnknownTopicID.Code
 		} else {
 			rt.Topic = kmsg.StringPtr(*t.Topic)
-			rt.TopicID = TopicID(*t.Topic)
+			if !s.h.describeTopic(&rt, *t.Topic, b.NodeID) {
+				rt.TopicID = TopicID(*t.Topic)
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
