@@ -62,6 +62,7 @@ type consumerGroup struct {
 	static      map[string]string    // instance id → member id
 	owner       map[topicPart]string // partition → the member that owns it, or is revoking it
 	sizes       map[string]int32     // partition counts the target was computed with
+	missing     map[string]bool      // subscribed topics that did not exist then
 	names       map[[16]byte]string  // topic ids seen → names
 	ids         map[string][16]byte  // topic names → ids
 }
@@ -333,32 +334,39 @@ func (g *group) consumerSession(m *consumerMember) {
 	m.session = tm
 }
 
-// topicsChanged reports whether a subscribed topic's partition count is
-// not the one the target was computed with.
+// topicsChanged reports whether a topic the target was computed with has
+// another partition count now, or is gone, or a subscribed topic that did
+// not exist then does now. It asks Topics once per topic the group
+// subscribes to, not once per member.
 func (g *group) topicsChanged() bool {
-	for t, n := range g.subscribedSizes() {
-		if g.cg.sizes[t] != n {
+	for t, n := range g.cg.sizes {
+		if _, now, ok := g.h.opts.Topics.Topic(t); !ok || now != n {
 			return true
 		}
 	}
-	return len(g.subscribedSizes()) != len(g.cg.sizes)
+	for t := range g.cg.missing {
+		if _, n, ok := g.h.opts.Topics.Topic(t); ok && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // subscribedSizes returns the partition counts of the topics the members
-// subscribe to that exist.
+// subscribe to that exist, and notes those that do not in cg.missing.
 func (g *group) subscribedSizes() map[string]int32 {
 	sizes := map[string]int32{}
-	if g.h.opts.Topics == nil {
-		return sizes
-	}
+	g.cg.missing = map[string]bool{}
 	for _, m := range g.cg.members {
 		for _, t := range m.subscribed {
-			if _, seen := sizes[t]; seen {
+			if _, seen := sizes[t]; seen || g.cg.missing[t] {
 				continue
 			}
 			if id, n, ok := g.h.opts.Topics.Topic(t); ok && n > 0 {
 				sizes[t] = n
 				g.cg.names[id], g.cg.ids[t] = t, id
+			} else {
+				g.cg.missing[t] = true
 			}
 		}
 	}
@@ -597,7 +605,6 @@ func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32)
 	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch.Code
 	}
-	g.consumerSession(m)
 	return 0
 }
 
