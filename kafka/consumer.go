@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offsetd/offsetd/coordinator"
 )
 
 // A consumer group (KIP-848, group.protocol=consumer) is assigned by the
@@ -79,7 +81,8 @@ type consumerMember struct {
 	epoch, previousEpoch     int32
 	state                    consumerMemberState
 	assigned, revoking       partitionsOf
-	subscribed               []string // sorted
+	assignedAt               map[topicPart]int32 // the epoch each assigned partition came at (KIP-1251)
+	subscribed               []string            // sorted
 	assignor                 string
 	rebalanceTimeout         time.Duration
 	session, revocation      *timer
@@ -199,7 +202,11 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 	resp.MemberID = kmsg.StringPtr(m.id)
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(g.h.opts.ConsumerHeartbeatInterval.Milliseconds())
-	if !m.sent || req.Topics != nil || !samePartitions(before, m.assigned) {
+	// As Kafka, the assignment goes with an answer that changes it, and
+	// with every answer to a full request (a join, or one that carries
+	// every field, as a client sends after an error).
+	full := req.MemberEpoch == 0 || req.RebalanceTimeoutMillis != -1 && req.SubscribedTopicNames != nil && req.Topics != nil
+	if !m.sent || full || !samePartitions(before, m.assigned) {
 		resp.Assignment = g.assignmentOf(m.assigned)
 		m.sent = true
 	}
@@ -236,7 +243,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 			m = &consumerMember{
 				id: id, instanceID: req.InstanceID, clientID: from.ID, clientHost: from.Host,
 				epoch: old.previousEpoch, previousEpoch: old.previousEpoch,
-				assigned: old.assigned, revoking: partitionsOf{}, subscribed: old.subscribed, assignor: old.assignor,
+				assigned: old.assigned, assignedAt: old.assignedAt, revoking: partitionsOf{}, subscribed: old.subscribed, assignor: old.assignor,
 				rebalanceTimeout: old.rebalanceTimeout,
 			}
 			g.release(old)
@@ -254,7 +261,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 	if m != nil {
 		// A member that joins again owns nothing any more.
 		g.release(m)
-		m.assigned, m.revoking, m.state = partitionsOf{}, partitionsOf{}, memberStable
+		m.assigned, m.revoking, m.state, m.assignedAt = partitionsOf{}, partitionsOf{}, memberStable, nil
 		m.epoch, m.previousEpoch = 0, 0
 		m.sent = false
 		return m, false, 0
@@ -460,6 +467,18 @@ func (g *group) reconcile(m *consumerMember, owned partitionsOf) {
 		if m.epoch != cg.targetEpoch {
 			m.previousEpoch, m.epoch = m.epoch, cg.targetEpoch
 		}
+		at := make(map[topicPart]int32, len(m.assignedAt))
+		for t, ps := range m.assigned {
+			for _, p := range ps {
+				tp := topicPart{t, p}
+				if e, ok := m.assignedAt[tp]; ok {
+					at[tp] = e
+				} else {
+					at[tp] = m.epoch
+				}
+			}
+		}
+		m.assignedAt = at
 		g.h.timers.cancel(m.revocation)
 		m.revocation = nil
 	}
@@ -587,8 +606,11 @@ func (cg *consumerGroup) state() string {
 
 // fenceConsumerCommit checks an OffsetCommit against a consumer group: a
 // group without members takes simple commits; otherwise the commit comes
-// from a member at its current epoch, over OffsetCommit v9 or above.
-func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32) int16 {
+// from a member, over OffsetCommit v9 or above, at an epoch no later than
+// its own and, for each partition assigned to it, no earlier than the epoch
+// the partition came at (KIP-1251: a commit sent just before the member's
+// epoch moved still lands). One partition refused refuses the commit.
+func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32, offsets []coordinator.OffsetCommit) int16 {
 	cg := g.cg
 	if len(cg.members) == 0 {
 		if epoch >= 0 {
@@ -602,8 +624,13 @@ func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32)
 		return kerr.UnknownMemberID.Code
 	case version < 9:
 		return kerr.UnsupportedVersion.Code
-	case epoch != m.epoch:
+	case epoch > m.epoch:
 		return kerr.StaleMemberEpoch.Code
+	}
+	for _, o := range offsets {
+		if at, ok := m.assignedAt[topicPart{o.Topic, o.Partition}]; ok && epoch < at {
+			return kerr.StaleMemberEpoch.Code
+		}
 	}
 	return 0
 }

@@ -107,7 +107,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 				// Member epochs are not generations: they are fenced
 				// here, and the coordinator takes a simple commit.
 				stored = coordinator.NoGeneration
-				c = in.fenceConsumerCommit(req.Version, req.MemberID, generation)
+				c = in.fenceConsumerCommit(req.Version, req.MemberID, generation, offsets)
 			} else {
 				m, c = in.fenceCommit(req.MemberID, req.InstanceID, generation)
 			}
