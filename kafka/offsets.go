@@ -140,6 +140,9 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 		if m != nil && err == nil && g.members[m.id] == m {
 			g.heartbeat(m)
 		}
+		if g.commits == 0 && err != nil && g.empty() && len(g.members) == 0 {
+			g.forgetIfUnused() // a refused commit may leave nothing to keep
+		}
 		g.mu.Unlock()
 	}
 	return code(err)
