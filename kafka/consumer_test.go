@@ -174,6 +174,9 @@ func TestConsumerProtocolWithKgo(t *testing.T) {
 	if d.ErrorCode != 0 || len(d.Members) != 2 || d.AssignorName != "uniform" {
 		t.Fatalf("described %+v", d)
 	}
+	if desc, ok := h.Describe("g"); !ok || desc.ProtocolType != "consumer" || len(desc.Members) != 2 || desc.Generation != d.Epoch {
+		t.Fatalf("Describe: %+v, %v; ConsumerGroupDescribe said epoch %d", desc, ok, d.Epoch)
+	}
 	lg := kmsg.NewPtrListGroupsRequest()
 	lg.Version = 5
 	lg.TypesFilter = []string{"consumer"}

@@ -5,15 +5,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// GroupDescription is the live membership of a classic group, for
-// operators.
+// GroupDescription is the live membership of a group, for operators.
 type GroupDescription struct {
 	// State is Kafka's name of the group's state: Empty,
-	// PreparingRebalance, CompletingRebalance or Stable.
+	// PreparingRebalance, CompletingRebalance or Stable for a classic
+	// group; Empty, Assigning, Reconciling or Stable for a group on the
+	// consumer protocol.
 	State        string
 	ProtocolType string
-	// Protocol is the protocol (assignor) the members agreed on.
-	Protocol   string
+	// Protocol is the protocol (assignor) the members agreed on; for a
+	// group on the consumer protocol, the server-side assignor.
+	Protocol string
+	// Generation is a classic group's generation, or a consumer group's
+	// epoch.
 	Generation int32
 	Leader     string
 	Members    []MemberDescription
@@ -32,6 +36,17 @@ type MemberDescription struct {
 // has none (only offsets, or nothing).
 func (h *Handler) Describe(name string) (d GroupDescription, ok bool) {
 	ok = h.inGroup(name, false, func(g *group) {
+		if g.cg != nil {
+			d = GroupDescription{State: g.cg.state(), ProtocolType: "consumer", Protocol: g.cg.assignor, Generation: g.cg.epoch}
+			for _, m := range g.cg.members {
+				md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
+				if m.instanceID != nil {
+					md.InstanceID = *m.instanceID
+				}
+				d.Members = append(d.Members, md)
+			}
+			return
+		}
 		d = GroupDescription{State: g.state.String(), ProtocolType: g.protocolType, Protocol: g.protocol, Generation: g.generation, Leader: g.leader}
 		for _, m := range g.members {
 			md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
