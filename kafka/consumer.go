@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,7 +84,9 @@ type consumerMember struct {
 	state                    consumerMemberState
 	assigned, revoking       partitionsOf
 	assignedAt               map[topicPart]int32 // the epoch each assigned partition came at (KIP-1251)
-	subscribed               []string            // sorted
+	subscribed               []string            // sorted: the names, and the topics the regex matched
+	names                    []string            // sorted: the names the member subscribed to
+	regex                    *regexp.Regexp      // the member's subscription by regular expression, or nil
 	assignor                 string
 	rebalanceTimeout         time.Duration
 	session, revocation      *timer
@@ -131,8 +135,6 @@ func (h *Handler) consumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest
 		return fail(kerr.InvalidRequest, "a joining member owns no partitions")
 	case req.MemberEpoch != 0 && req.MemberID == "":
 		return fail(kerr.InvalidRequest, "member id missing")
-	case req.SubscribedTopicRegex != nil:
-		return fail(kerr.InvalidRequest, "offsetd does not resolve subscriptions by regular expression")
 	case req.ServerAssignor != nil && !slices.Contains(assignors, *req.ServerAssignor):
 		return fail(kerr.UnsupportedAssignor, "offsetd assigns with uniform or range")
 	}
@@ -170,12 +172,21 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 	}
 	changed := req.MemberEpoch == 0 && !static // a static member's return changes nothing
 	if req.SubscribedTopicNames != nil {
-		subs := slices.Clone(req.SubscribedTopicNames)
-		slices.Sort(subs)
-		subs = slices.Compact(subs)
-		if !slices.Equal(subs, m.subscribed) {
-			m.subscribed, changed = subs, true
+		m.names = slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(m.names)
+		m.names = slices.Compact(m.names)
+	}
+	if req.SubscribedTopicRegex != nil && (m.regex == nil || m.regex.String() != anchored(*req.SubscribedTopicRegex)) {
+		re, err := regexp.Compile(anchored(*req.SubscribedTopicRegex))
+		if err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			resp.ErrorMessage = kmsg.StringPtr(err.Error())
+			return
 		}
+		m.regex = re
+	}
+	if subs := g.subscriptionOf(m); !slices.Equal(subs, m.subscribed) {
+		m.subscribed, changed = subs, true
 	}
 	if req.ServerAssignor != nil && *req.ServerAssignor != m.assignor {
 		m.assignor, changed = *req.ServerAssignor, true
@@ -212,6 +223,28 @@ func (g *group) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, resp 
 	}
 }
 
+// anchored makes a subscription's regular expression match whole topic
+// names, as Kafka matches it (RE2 syntax, as Kafka's RE2/J).
+func anchored(re string) string { return "^(?:" + re + ")$" }
+
+// subscriptionOf returns the topics m subscribes to: its names, and the
+// topics its regular expression matches now, sorted. A member that
+// subscribes by regular expression is resolved again at each heartbeat, so
+// that a topic created since joins its subscription.
+func (g *group) subscriptionOf(m *consumerMember) []string {
+	if m.regex == nil {
+		return m.names
+	}
+	subs := slices.Clone(m.names)
+	for _, t := range g.h.opts.Topics.Names() {
+		if m.regex.MatchString(t) {
+			subs = append(subs, t)
+		}
+	}
+	slices.Sort(subs)
+	return slices.Compact(subs)
+}
+
 // consumerMember returns the member a heartbeat comes from, making it when
 // it joins, or the code that refuses the heartbeat. static reports a
 // static member that came back in the place it left.
@@ -244,6 +277,7 @@ func (g *group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest, from Cli
 				id: id, instanceID: req.InstanceID, clientID: from.ID, clientHost: from.Host,
 				epoch: old.previousEpoch, previousEpoch: old.previousEpoch,
 				assigned: old.assigned, assignedAt: old.assignedAt, revoking: partitionsOf{}, subscribed: old.subscribed, assignor: old.assignor,
+				names: old.names, regex: old.regex,
 				rebalanceTimeout: old.rebalanceTimeout,
 			}
 			g.release(old)
@@ -700,7 +734,11 @@ func (g *group) describeConsumer(rg *kmsg.ConsumerGroupDescribeResponseGroup) {
 		rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		rm.MemberID, rm.InstanceID, rm.RackID, rm.MemberEpoch = m.id, m.instanceID, m.rackID, m.epoch
 		rm.ClientID, rm.ClientHost = m.clientID, m.clientHost
-		rm.SubscribedTopics = slices.Clone(m.subscribed)
+		rm.SubscribedTopics = slices.Clone(m.names)
+		if m.regex != nil {
+			re := strings.TrimSuffix(strings.TrimPrefix(m.regex.String(), "^(?:"), ")$")
+			rm.SubscribedTopicRegex = &re
+		}
 		rm.Assignment = g.describedAssignment(m.assigned)
 		rm.TargetAssignment = g.describedAssignment(cg.target[m.id])
 		rg.Members = append(rg.Members, rm)

@@ -26,6 +26,8 @@ func (k knownTopics) Topic(name string) ([16]byte, int32, bool) {
 	return t.id, t.partitions, ok
 }
 
+func (k knownTopics) Names() []string { return slices.Collect(maps.Keys(k)) }
+
 // newConsumerCluster is a kfake cluster that serves topic's records and
 // hands every group and offset request, the consumer protocol's too, to
 // the handler it returns, which knows kfake's topics.
@@ -318,5 +320,59 @@ func TestConsumerRevokeBeforeReassign(t *testing.T) {
 	back := gc.consumerBeat("s-again", 0, s1, id, nil)
 	if back.ErrorCode != 0 || back.MemberEpoch != s.MemberEpoch {
 		t.Fatalf("static member back: code %d epoch %d, want its epoch %d", back.ErrorCode, back.MemberEpoch, s.MemberEpoch)
+	}
+}
+
+// A member subscribed by regular expression is assigned the topics it
+// matches, whole names only, and a matching topic created later once it
+// heartbeats again; a bad expression is INVALID_REGULAR_EXPRESSION.
+func TestConsumerRegexSubscription(t *testing.T) {
+	orders, eu := [16]byte{1}, [16]byte{2}
+	topics := knownTopics{"orders": {orders, 2}, "xorders": {[16]byte{3}, 1}}
+	o := testHandlerOptions()
+	o.Topics = topics
+	gc := groupClient{t, newHandler(t, openCoordinator(t, t.TempDir()), o)}
+	beat := func(epoch int32, regex string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g", "a", epoch, -1
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis = 1000
+			req.SubscribedTopicRegex = kmsg.StringPtr(regex)
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		return gc.do(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	}
+	wantCode(t, "a bad expression", beat(0, "(").ErrorCode, kerr.InvalidRegularExpression)
+	a := beat(0, "orders.*")
+	if got := assigned(t, a); !slices.Equal(got, []int32{0, 1}) || a.Assignment.Topics[0].TopicID != orders {
+		t.Fatalf("assigned %+v, want orders 0-1 (and not xorders)", a.Assignment)
+	}
+	topics["orders-eu"] = struct {
+		id         [16]byte
+		partitions int32
+	}{eu, 1}
+	a = beat(a.MemberEpoch, "")
+	var euParts []int32
+	for _, tp := range a.Assignment.Topics {
+		if tp.TopicID == eu {
+			euParts = tp.Partitions
+		}
+	}
+	if !slices.Equal(euParts, []int32{0}) {
+		t.Fatalf("after orders-eu was created: assigned %+v, want its partition 0 too", a.Assignment)
+	}
+}
+
+// A kgo consumer that consumes by regular expression (kgo.ConsumeRegex)
+// subscribes by SubscribedTopicRegex and is assigned what it matches.
+func TestConsumerRegexWithKgo(t *testing.T) {
+	rc, h := newConsumerCluster(t, 6, "orders")
+	o := newOwners()
+	consumer848(t, rc.ListenAddrs()[0], o, "r", kgo.ConsumeRegex())
+	o.waitFor(t, testContext(t), map[string]int{"r": 6})
+	d := groupClient{t, h}.describeConsumer("g")
+	if len(d.Members) != 1 || d.Members[0].SubscribedTopicRegex == nil {
+		t.Fatalf("described %+v: want one member subscribed by regular expression", d.Members)
 	}
 }

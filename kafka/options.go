@@ -63,6 +63,9 @@ type Topics interface {
 	// Topic returns the ID and partition count of the topic named name;
 	// ok is false when there is no such topic.
 	Topic(name string) (id [16]byte, partitions int32, ok bool)
+	// Names returns the name of every topic, for the members that
+	// subscribe by regular expression.
+	Names() []string
 }
 
 // Observer receives one call per Kafka request answered, for metrics. It

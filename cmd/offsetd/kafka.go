@@ -50,7 +50,11 @@ func startKafka(cfg serveConfig, c *coordinator.Coordinator, tlsConfig *tls.Conf
 		}
 	}
 	slices.SortFunc(opts.Brokers, func(a, b kafka.Broker) int { return int(a.NodeID - b.NodeID) })
-	opts.Topics = staticTopics{c: c, scope: cfg.kafkaScope}
+	scope, err := statictopic.ParseScope(cfg.kafkaScope)
+	if err != nil {
+		return nil, fmt.Errorf("-kafka-scope: %w", err)
+	}
+	opts.Topics = staticTopics{c: c, scope: scope.String()}
 	h, err := kafka.NewHandler(c, opts)
 	if err != nil {
 		return nil, err
@@ -142,6 +146,16 @@ func (s staticTopics) Topic(name string) ([16]byte, int32, bool) {
 		return [16]byte{}, 0, false
 	}
 	return kafka.TopicID(name), m.TotalQueues, true
+}
+
+func (s staticTopics) Names() []string {
+	var names []string
+	for _, m := range s.c.StaticTopics() {
+		if m.Scope == s.scope {
+			names = append(names, m.Topic)
+		}
+	}
+	return names
 }
 
 // validScope reports whether s spells a static-topic scope.
