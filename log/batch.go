@@ -111,3 +111,13 @@ func frameFirstIndex(f frame, walIndex uint64) (uint64, error) {
 	}
 	return first, nil
 }
+
+// frameSpan returns the first record index of a frame and how many records
+// it holds, without reading them.
+func frameSpan(f frame, walIndex uint64) (first, count uint64, err error) {
+	if f.version == frameRecord {
+		return walIndex, 1, nil
+	}
+	first, count, _, err = batchHeader(f.payload)
+	return first, count, err
+}

@@ -65,8 +65,9 @@ func writeCleanMarker(dir string, m cleanMarker) error {
 
 // readCleanMarker returns the marker in dir, nil if there is none, or an
 // ErrCorrupt error if it is damaged (it is written whole or not at all).
+// It changes nothing: a CLEAN.tmp that a crashed Close left is Open's to
+// remove.
 func readCleanMarker(dir string) (*cleanMarker, error) {
-	os.Remove(filepath.Join(dir, cleanName+".tmp")) // a Close that crashed: not clean
 	b, err := os.ReadFile(filepath.Join(dir, cleanName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -143,43 +144,59 @@ type Log struct {
 	closed bool
 }
 
-// Open opens the log in dir, creating dir if needed. It first finishes
-// any truncation that a crash interrupted, restores from the sync ring
-// the batches the last segment lost, cuts a torn batch off the end of the
-// last segment (logging what it dropped and restored) and syncs. Damage
-// before the tail is an ErrCorrupt error naming partition, file and
-// index; so is any damage at all after a clean close (Close leaves a
-// marker that Open checks and removes). opts is copied; bad values are
-// ErrInvalid errors naming the field.
+// Open opens the log in dir, creating dir if needed. It first plans
+// (PlanOpen), reading everything and writing nothing, and refuses a
+// damaged directory as the plan does, untouched: damage before the tail
+// is an ErrCorrupt error naming partition, file and index; so is any
+// damage at all after a clean close (Close leaves a marker that Open
+// checks and removes). Then it carries the plan out (Plan.Open). opts is
+// copied; bad values are ErrInvalid errors naming the field.
 func Open(dir string, opts Options) (*Log, error) {
-	opts.ensureDefaults() // opts is the caller's copy already
-	if err := opts.validate(); err != nil {
+	p, err := PlanOpen(dir, opts)
+	if err != nil {
 		return nil, err
 	}
-	if dir == "" {
-		return nil, fmt.Errorf("%w: empty directory name", ErrInvalid)
-	}
+	return p.Open()
+}
+
+// Open carries out the plan and returns the open log: it finishes any
+// truncation that a crash interrupted, restores from the sync ring the
+// batches the last segment lost, cuts a torn batch off the end of the
+// last segment (logging what it dropped and restored), syncs, and removes
+// the clean-close marker. Nothing may change the directory between
+// PlanOpen and Open (its user holds the data directory's lock); Open
+// fails if the journal it opens does not end where the plan said.
+func (p *Plan) Open() (*Log, error) {
+	dir, opts := p.dir, p.opts
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("partition", opts.Partition)}
 	if err := MakeDir(dir, SyncDir); err != nil {
 		return nil, l.errorf("open: %w", err)
 	}
-	clean, err := readCleanMarker(dir)
-	if err != nil {
-		return nil, locate(err, opts.Partition)
+	if p.cleanTmp {
+		// A Close that crashed: not clean.
+		if err := os.Remove(filepath.Join(dir, cleanName+".tmp")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, l.errorf("open: %w", err)
+		}
 	}
+	clean := p.clean
 	// With UnsafeNoSync the ring is read, if a run with syncs left one,
 	// and then cleared: such a log keeps no lap.
-	var lap ringLap
+	var err error
 	if _, serr := os.Stat(filepath.Join(dir, ringName)); !opts.UnsafeNoSync || serr == nil {
 		size := opts.syncRingSize()
 		if opts.UnsafeNoSync {
 			size = 0
 		}
-		if l.ring, lap, err = openRing(dir, size); err != nil {
+		if l.ring, _, err = openRing(dir, size); err != nil {
 			return nil, l.errorf("open: %w", err)
 		}
 	}
-	err = l.openRestoring(clean, lap)
+	err = l.openRestoring(clean, p)
+	if err == nil && (l.last.Load() != p.last || l.lastBatch.Load() != p.lastBatch) {
+		closeWAL(l.wal)
+		err = l.errorf("open: the journal ends at index %d (entry %d), planned %d (entry %d): the directory changed since it was planned",
+			l.last.Load(), l.lastBatch.Load(), p.last, p.lastBatch)
+	}
 	if err == nil && opts.UnsafeNoSync && l.ring != nil {
 		if err = l.ring.clear(); err != nil {
 			closeWAL(l.wal)
@@ -205,29 +222,19 @@ func Open(dir string, opts Options) (*Log, error) {
 
 // openRestoring opens wal (openWAL) and, after a crash, appends what the
 // sync ring's lap holds beyond the whole batches of the segments, after
-// cutting them back to the last of those (planRestore). After a clean
+// cutting them back to the last of those, as the plan says. After a clean
 // close the segments hold everything the lap does.
-func (l *Log) openRestoring(clean *cleanMarker, lap ringLap) error {
+func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
 	if clean != nil {
-		if err := lapPastClean(lap, clean, l.opts.Partition); err != nil {
-			return err
-		}
 		return l.openWAL(clean)
 	}
-	restore := false
-	var keep uint64
-	if len(lap.frames) > 0 {
-		segs, err := finishTruncation(l.dir)
-		if err != nil {
+	restore, keep, lap := p.restore, p.keep, p.lap
+	if restore {
+		if _, err := finishTruncation(l.dir); err != nil {
 			return locate(fmt.Errorf("finish interrupted truncation: %w", err), l.opts.Partition)
 		}
-		if keep, restore, err = planRestore(segs, lap, l.opts.Partition); err != nil {
+		if err := cutBack(l.dir, keep, l.opts.Partition); err != nil {
 			return err
-		}
-		if restore {
-			if err := cutBack(l.dir, keep, l.opts.Partition); err != nil {
-				return err
-			}
 		}
 	}
 	if err := l.openWAL(nil); err != nil {

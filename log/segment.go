@@ -174,7 +174,7 @@ type scanResult struct {
 // wal index start, up to wal index through. It checks every frame and the
 // records in it, and that record indexes go up: past prevLast, the last
 // record index before the segment (0 if unknown), and from one entry to the
-// next. It calls fn (if not nil) for every record with index >= from; a
+// next; a batch of records starts right after the last record before it. It calls fn (if not nil) for every record with index >= from; a
 // format-1 frame is one record of the given partition. An error from fn
 // stops the scan and is returned as is.
 func scanEntries(data []byte, start uint64, partition int, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
@@ -213,12 +213,17 @@ func scanEntries(data []byte, start uint64, partition int, prevLast, from, throu
 		if err != nil {
 			return stop(err)
 		}
-		first, firstErr := frameFirstIndex(f, index)
-		if firstErr != nil {
-			return stop(firstErr)
+		first, count, spanErr := frameSpan(f, index)
+		if spanErr != nil {
+			return stop(spanErr)
 		}
 		if first <= last {
 			return stop(errIndexOrder)
+		}
+		if count > 0 && last != 0 && first != last+1 {
+			// Records are contiguous; only a batch of none (SkipTo's)
+			// moves the next index on.
+			return stop(errIndexGap)
 		}
 		lo, hi, err := frameRecords(f, index, partition, cb)
 		if err != nil {
