@@ -86,6 +86,10 @@
 // record index they cover, each a run of version-1 frames between a header
 // and a footer (see Snapshots):
 //
+//	header:  | "OFFSNAP" | 2 | index u64 | partition u32 | partitions u32 |
+//	         | len(hash) u8 | hash | len(dir) u8 | dir | crc32c of the bytes before |  (LE)
+//	         the owner (SnapshotOwner): Read refuses a snapshot of another
+//	or, read only, a header that names no owner:
 //	header:  | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |  (LE)
 //	entries: | uvarint(len(frame)) | frame | ...
 //	footer:  | uvarint 0 | count u64 | crc32c of count |  (LE)

@@ -44,6 +44,7 @@ const (
 	errTruncation   corruption = "both .START and .END files from interrupted truncations"
 	errSnapHeader   corruption = "snapshot header missing or damaged"
 	errSnapShort    corruption = "snapshot cut short"
+	errSnapOwner    corruption = "snapshot of another owner"
 	errSnapFooter   corruption = "snapshot footer damaged or record count wrong"
 	errBatchBody    corruption = "batch records do not fill the batch, though its checksum passed"
 	errIndexOrder   corruption = "batch does not continue the record indexes of the batch before it"

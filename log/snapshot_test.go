@@ -3,6 +3,7 @@ package log
 import (
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -259,5 +260,63 @@ func TestSnapshotHugeLength(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 		t.Fatalf("reading the damaged snapshot allocated %d bytes", grew)
+	}
+}
+
+// TestSnapshotOwner: a snapshot names its owner in its header; Read
+// refuses one whose header names another partition or data directory
+// before it hands over a record, and still reads a header of version 1,
+// which names none.
+func TestSnapshotOwner(t *testing.T) {
+	dir := t.TempDir()
+	sdir := filepath.Join(dir, "p3")
+	owner := SnapshotOwner{Partition: 3, Partitions: 8, Hash: "fnv1a", Dir: "0123456789abcdef"}
+	l, err := NewSnapshots(sdir, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, err := l.List(); err != nil || len(list) != 0 {
+		t.Fatalf("List of a directory not made yet = %v, %v", list, err)
+	}
+	if _, err := os.Stat(sdir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("NewSnapshots made its directory: %v", err)
+	}
+	writeSnapshot(t, l, 42, testEntries(0, 3))
+	if got, err := readAll(l, 42); err != nil || len(got) != 3 {
+		t.Fatalf("read back by its owner: %d records, %v", len(got), err)
+	}
+	if _, got, n, err := ReadSnapshotFileOwner(SnapshotPath(sdir, 42), nil); err != nil || got == nil || *got != owner || n != 3 {
+		t.Fatalf("ReadSnapshotFileOwner = %v, %d, %v; want %v", got, n, err, owner)
+	}
+	for _, other := range []SnapshotOwner{
+		{Partition: 4, Partitions: 8, Hash: "fnv1a", Dir: owner.Dir},
+		{Partition: 3, Partitions: 16, Hash: "fnv1a", Dir: owner.Dir},
+		{Partition: 3, Partitions: 8, Hash: "other", Dir: owner.Dir},
+		{Partition: 3, Partitions: 8, Hash: "fnv1a", Dir: "fedcba9876543210"},
+	} {
+		o, err := NewSnapshots(sdir, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		called := false
+		err = o.Read(42, func(byte, []byte) error { called = true; return nil })
+		var ce *CorruptError
+		if !errors.Is(err, ErrSnapshotOwner) || !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Segment != snapshotName(42) || called {
+			t.Fatalf("Read as %v = %v (records seen: %v); want ErrSnapshotOwner naming %s", other, err, called, snapshotName(42))
+		}
+	}
+	v1, err := OpenSnapshots(sdir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSnapshot(t, v1, 7, testEntries(0, 2))
+	if got, err := readAll(l, 7); err != nil || len(got) != 2 {
+		t.Fatalf("a version-1 snapshot read by an owner: %d records, %v", len(got), err)
+	}
+	if _, got, _, err := ReadSnapshotFileOwner(SnapshotPath(sdir, 7), nil); err != nil || got != nil {
+		t.Fatalf("ReadSnapshotFileOwner of version 1 = %v, %v; want no owner", got, err)
+	}
+	if _, err := NewSnapshots(sdir, SnapshotOwner{Partition: 8, Partitions: 8}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NewSnapshots of partition 8 of 8: %v", err)
 	}
 }
