@@ -175,6 +175,7 @@ func (c *Coordinator) logOptions(partition int) log.Options {
 	o.UnsafeNoSync = c.opts.UnsafeNoSync
 	o.Logger = c.opts.Logger
 	o.Partition = partition
+	o.JournalID = c.meta.ID
 	return o
 }
 

@@ -51,6 +51,10 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64, clean
 		p.maxSeen = max(p.maxSeen, list[0])
 	}
 	for len(list) > 0 && list[0] > last {
+		if err := snaps.CheckOwner(list[0]); err != nil {
+			// Not a snapshot of ours that a crash left ahead: never removed.
+			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", p.id, log.SnapshotPath(snaps.Dir(), list[0]), err)
+		}
 		if clean {
 			return sl, fmt.Errorf("%w: partition %d: snapshot %s covers index %d, past the end of the journal (index %d), which was closed cleanly: the snapshot is not this journal's, or the journal lost records",
 				ErrCorrupt, p.id, log.SnapshotPath(snaps.Dir(), list[0]), list[0], last)

@@ -57,7 +57,7 @@ func upgradeFormat1(dir string, opts Options, m meta) error {
 			}
 		}
 	}
-	j, err := log.Open(filepath.Join(dir, journalDir), log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger})
+	j, err := log.Open(filepath.Join(dir, journalDir), log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger, JournalID: m.ID})
 	if err != nil {
 		return err
 	}

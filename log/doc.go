@@ -58,12 +58,16 @@
 //	+---------+--------+---------------------+------------------+
 //	crc32c:  CRC-32C (Castagnoli) of version, type and payload
 //
-//	version 2, type 1: a batch (the journal)
-//	  payload: | uvarint first | uvarint count | record | ... count records ... |
+//	version 2, type 1 or 2: a batch (the journal)
+//	  payload: | tag u64 LE (type 2 only) | uvarint first | uvarint count |
+//	           | record | ... count records ... |
 //	  record:  | uvarint partition | type (1..255) | uvarint len(data) | data |
-//	  The records take indexes first, first+1, ...; indexes only grow from
-//	  batch to batch. A batch of no records moves the next index to first
-//	  (Log.SkipTo).
+//	  The records take indexes first, first+1, ...; a batch of records
+//	  starts right after the last record of the batch before it, in the
+//	  same segment or the one before. A batch of no records moves the next
+//	  index on to first (Log.SkipTo). The tag (FNV-1a of
+//	  Options.JournalID, never 0) says which journal wrote the batch; a
+//	  journal written without an ID has batches of type 1, which carry none.
 //
 //	version 1, type 1..255: one record of the partition the directory
 //	  belongs to, whose index is the wal index (a partition's log of the

@@ -49,6 +49,7 @@ const (
 	errBatchBody    corruption = "batch records do not fill the batch, though its checksum passed"
 	errIndexOrder   corruption = "batch does not continue the record indexes of the batch before it"
 	errIndexGap     corruption = "batch skips record indexes after the batch before it"
+	errForeignBatch corruption = "batch of another journal (its tag is not this journal's)"
 	errRingRestores corruption = "the sync ring holds the batches from here on"
 	errAfterClean   corruption = "damage at the end of a journal that was closed cleanly"
 	errCleanDiffers corruption = "the journal does not end where its clean close recorded"

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -34,6 +35,14 @@ type Options struct {
 	// journal shared by every partition leaves it 0.
 	Partition int
 
+	// JournalID identifies the journal (the coordinator gives its data
+	// directory's identifier). Every batch Append writes carries a tag
+	// made from it, and Open refuses a batch that carries another: a
+	// segment, or a sync ring, copied from another journal whose indexes
+	// happen to line up. Batches written without one carry none and are
+	// accepted by any. Empty: batches carry no tag, and none is checked.
+	JournalID string
+
 	// Logger receives warnings (a torn tail cut on Open, a failed write).
 	// Nil means slog.Default().
 	Logger *slog.Logger
@@ -62,6 +71,17 @@ func (o *Options) ensureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+}
+
+// journalTag is the tag the batches of the journal carry: FNV-1a of
+// JournalID (never 0), or 0 without one.
+func (o *Options) journalTag() uint64 {
+	if o.JournalID == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(o.JournalID))
+	return max(h.Sum64(), 1)
 }
 
 // syncRingSize returns the size of the sync ring.
@@ -398,7 +418,7 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		}
 	}
 	last = first + uint64(len(entries)) - 1
-	l.buf = appendBatchFrame(l.buf[:0], first, entries)
+	l.buf = appendBatchFrame(l.buf[:0], l.opts.journalTag(), first, entries)
 	err = l.appendFrame(l.lastBatch.Load()+1, l.buf, first, last, true)
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // do not hold on to the memory of one huge batch

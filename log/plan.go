@@ -189,7 +189,7 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 			return scanned{rep: rep}, locate(err, part)
 		}
 		rep.Bytes += int64(len(data))
-		res, err := scanEntries(data, s.index, part, prevLast, 0, keep, count)
+		res, err := scanEntries(data, s.index, part, p.opts.journalTag(), prevLast, 0, keep, count)
 		rep.Batches += res.entries
 		next += uint64(res.entries)
 		if res.first != 0 && rep.FirstIndex == 0 {
@@ -217,7 +217,7 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 		}
 	}
 	if p.restore {
-		res, err := scanEntries(p.lap.entries(keep+1), keep+1, part, prevLast, 0, math.MaxUint64, count)
+		res, err := scanEntries(p.lap.entries(keep+1), keep+1, part, p.opts.journalTag(), prevLast, 0, math.MaxUint64, count)
 		if err != nil {
 			return scanned{rep: rep}, err
 		}

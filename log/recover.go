@@ -149,7 +149,7 @@ func cutSegment(seg segmentFile, last uint64, partition int) error {
 	}
 	var size int
 	if seg.index <= last {
-		res, _ := scanEntries(data, seg.index, partition, 0, math.MaxUint64, last, nil)
+		res, _ := scanEntries(data, seg.index, partition, 0, 0, math.MaxUint64, last, nil)
 		if want := last - seg.index + 1; uint64(res.entries) != want {
 			why := res.bad
 			if why == nil {

@@ -51,7 +51,7 @@ func prepareDir(dir string, partition int, logger *slog.Logger, strict bool) (di
 			if err != nil {
 				return info, locate(err, partition)
 			}
-			r, _ := scanEntries(data, segs[i].index, partition, 0, math.MaxUint64, math.MaxUint64, nil)
+			r, _ := scanEntries(data, segs[i].index, partition, 0, 0, math.MaxUint64, math.MaxUint64, nil)
 			if r.bad != nil {
 				return info, &CorruptError{Partition: partition, Segment: segs[i].name(), Index: segs[i].index + uint64(r.entries), Offset: int64(r.end), Err: r.bad}
 			}
@@ -104,7 +104,7 @@ func repairTail(seg segmentFile, partition int, logger *slog.Logger, strict bool
 	if err != nil {
 		return scanResult{}, locate(err, partition)
 	}
-	res, _ := scanEntries(data, seg.index, partition, 0, math.MaxUint64, math.MaxUint64, nil)
+	res, _ := scanEntries(data, seg.index, partition, 0, 0, math.MaxUint64, math.MaxUint64, nil)
 	if res.end < len(data) {
 		bad := &CorruptError{
 			Partition: partition,

@@ -54,7 +54,7 @@ func (l *Log) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 		if err != nil {
 			return l.errorf("replay: %w", err)
 		}
-		res, err := scanEntries(data, s.index, l.opts.Partition, prevLast, from, lastBatch, fn)
+		res, err := scanEntries(data, s.index, l.opts.Partition, 0, prevLast, from, lastBatch, fn)
 		if err != nil {
 			return err
 		}

@@ -303,7 +303,7 @@ func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, r
 	if lap.stray >= 0 {
 		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: lap.lastBatch() + 1, Offset: lap.stray, Err: errRingStray}
 	}
-	res, _ := scanEntries(lap.entries(lap.first), lap.first, partition, 0, 0, math.MaxUint64, nil)
+	res, _ := scanEntries(lap.entries(lap.first), lap.first, partition, 0, 0, 0, math.MaxUint64, nil)
 	if res.bad != nil || res.entries != len(lap.frames) {
 		// Each frame passed the ring's checksum: only a writer's bug
 		// gets here.
@@ -332,7 +332,7 @@ func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, r
 		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1, Err: errRingGap}
 	}
 	// The batches restored must go on where the segments' records stop.
-	if res, _ := scanEntries(lap.entries(keep+1), keep+1, partition, prevLast, 0, math.MaxUint64, nil); res.bad != nil {
+	if res, _ := scanEntries(lap.entries(keep+1), keep+1, partition, 0, prevLast, 0, math.MaxUint64, nil); res.bad != nil {
 		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1 + uint64(res.entries), Err: fmt.Errorf("%w: %w", errRingBatch, res.bad)}
 	}
 	return keep, true, nil
@@ -360,7 +360,7 @@ func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) 
 		if err != nil {
 			return 0, 0, locate(err, partition)
 		}
-		res, _ := scanEntries(data, s.index, partition, prevLast, 0, math.MaxUint64, nil)
+		res, _ := scanEntries(data, s.index, partition, 0, prevLast, 0, math.MaxUint64, nil)
 		if err := sameAsLap(data[:res.end], s, lap, partition); err != nil {
 			return 0, 0, err
 		}

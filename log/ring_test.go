@@ -204,7 +204,7 @@ func TestRingForgetsAFailedWrite(t *testing.T) {
 	// The next batch reaches the segment and the ring, and then the
 	// ring's fdatasync "fails": put leaves its place as it was.
 	failed := testEntries(100, 3)
-	l.buf = appendBatchFrame(l.buf[:0], l.LastIndex()+1, failed)
+	l.buf = appendBatchFrame(l.buf[:0], l.opts.journalTag(), l.LastIndex()+1, failed)
 	if err := l.wal.Write(acked+1, l.buf); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestRingDamageInAClosedSegment(t *testing.T) {
 		t.Fatalf("segments %v, lap %d-%d: want a lap in the closed segment", segmentStarts(segs), lap.first, lap.lastBatch())
 	}
 	data := mustReadFile(t, closed.path)
-	res, _ := scanEntries(data, closed.index, testPartition, 0, 0, lap.first+1, nil)
+	res, _ := scanEntries(data, closed.index, testPartition, 0, 0, 0, lap.first+1, nil)
 	clear(data[res.end-100 : res.end-84]) // inside the lap's second batch
 	if err := os.WriteFile(closed.path, data, 0o640); err != nil {
 		t.Fatal(err)

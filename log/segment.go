@@ -174,10 +174,11 @@ type scanResult struct {
 // wal index start, up to wal index through. It checks every frame and the
 // records in it, and that record indexes go up: past prevLast, the last
 // record index before the segment (0 if unknown), and from one entry to the
-// next; a batch of records starts right after the last record before it. It calls fn (if not nil) for every record with index >= from; a
+// next; a batch of records starts right after the last record before it.
+// A batch that carries a journal tag must carry tag, unless tag is 0. It calls fn (if not nil) for every record with index >= from; a
 // format-1 frame is one record of the given partition. An error from fn
 // stops the scan and is returned as is.
-func scanEntries(data []byte, start uint64, partition int, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
+func scanEntries(data []byte, start uint64, partition int, tag uint64, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
 	res := scanResult{}
 	pos, index := 0, start
 	last := prevLast
@@ -216,6 +217,11 @@ func scanEntries(data []byte, start uint64, partition int, prevLast, from, throu
 		first, count, spanErr := frameSpan(f, index)
 		if spanErr != nil {
 			return stop(spanErr)
+		}
+		if tag != 0 && f.typ == taggedBatchType {
+			if got, _, _ := batchBody(f); got != tag {
+				return stop(errForeignBatch)
+			}
 		}
 		if first <= last {
 			return stop(errIndexOrder)
@@ -274,7 +280,7 @@ func findFrame(data []byte, from int, after uint64) int {
 			continue
 		}
 		if f.version == frameBatch {
-			if first, _, _, err := batchHeader(f.payload); err != nil || first <= after {
+			if first, _, err := frameSpan(f, 0); err != nil || first <= after {
 				continue
 			}
 		}
@@ -347,7 +353,14 @@ func segmentFirstIndex(seg segmentFile) (uint64, error) {
 	case frameRecord:
 		return seg.index, nil
 	case frameBatch:
-		first, m := binary.Uvarint(b[w+frameHeader : n])
+		at := w + frameHeader
+		if b[w+1] == taggedBatchType {
+			at += batchTagSize
+		}
+		if at >= n {
+			return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errBatchBody}
+		}
+		first, m := binary.Uvarint(b[at:n])
 		if m <= 0 || first == 0 {
 			return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errBatchBody}
 		}

@@ -376,11 +376,40 @@ func ListSnapshots(dir string) ([]uint64, error) {
 // any record. payload is valid only during fn.
 func (l *Snapshots) Read(index uint64, fn func(typ byte, payload []byte) error) error {
 	name := snapshotName(index)
-	covers, _, err := readSnapshot(filepath.Join(l.dir, name), l.partition, l.owner, fn)
+	covers, _, err := readSnapshot(filepath.Join(l.dir, name), l.partition, func(owner *SnapshotOwner) error {
+		return l.checkOwner(name, index, owner)
+	}, fn)
 	if err == nil && covers != index {
 		return &CorruptError{Partition: l.partition, Segment: name, Index: covers, Err: errSnapHeader}
 	}
 	return err
+}
+
+// CheckOwner reads the header of the snapshot covering index and returns
+// an error if it is damaged or names another owner (errors.Is
+// ErrSnapshotOwner), as Read would before the first record.
+func (l *Snapshots) CheckOwner(index uint64) error {
+	name := snapshotName(index)
+	f, err := os.Open(filepath.Join(l.dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	covers, owner, _, err := readSnapHeader(bufio.NewReader(f))
+	if err != nil || covers != index {
+		return &CorruptError{Partition: l.partition, Segment: name, Index: covers, Err: errSnapHeader}
+	}
+	return l.checkOwner(name, index, owner)
+}
+
+// checkOwner returns an error if owner, what the header of snapshot file
+// name names, is not the owner l was given.
+func (l *Snapshots) checkOwner(name string, index uint64, owner *SnapshotOwner) error {
+	if l.owner == nil || owner == nil || *owner == *l.owner {
+		return nil
+	}
+	return &CorruptError{Partition: l.partition, Segment: name, Index: index,
+		Err: fmt.Errorf("%w (%w): its header names %v, this is %v", errSnapOwner, ErrSnapshotOwner, *owner, *l.owner)}
 }
 
 // ReadSnapshotFile reads a snapshot file as ReadSnapshot does, for tools
@@ -408,9 +437,8 @@ func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error)
 
 // readSnapshot reads the snapshot file at path, calling fn for each
 // record, and returns the index it covers and the owner its header names.
-// If want is not nil, a header naming another owner fails before fn is
-// called.
-func readSnapshot(path string, partition int, want *SnapshotOwner, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
+// If check is not nil, it judges the owner before fn is called.
+func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
 	name := filepath.Base(path)
 	bad := func(index uint64, off int64, why error) error {
 		return &CorruptError{Partition: partition, Segment: name, Index: index, Offset: off, Err: why}
@@ -430,8 +458,10 @@ func readSnapshot(path string, partition int, want *SnapshotOwner, fn func(typ b
 	if err != nil {
 		return 0, nil, bad(0, 0, err)
 	}
-	if want != nil && owner != nil && *owner != *want {
-		return index, owner, bad(index, 0, fmt.Errorf("%w (%w): its header names %v, this is %v", errSnapOwner, ErrSnapshotOwner, *owner, *want))
+	if check != nil {
+		if err := check(owner); err != nil {
+			return index, owner, err
+		}
 	}
 	var buf []byte
 	for n := uint64(0); ; n++ {

@@ -125,7 +125,7 @@ func TestDamageAfterCleanClose(t *testing.T) {
 		{"bit flip in the last batch", func(b []byte) []byte { b[len(b)-6] ^= 1; return b }, errAfterClean},
 		{"zeros past the end", func(b []byte) []byte { return append(b, make([]byte, 100)...) }, errAfterClean},
 		{"last batch removed whole", func(b []byte) []byte {
-			res, _ := scanEntries(b, 1, 0, 0, 0, 7, nil)
+			res, _ := scanEntries(b, 1, 0, 0, 0, 0, 7, nil)
 			return b[:res.end]
 		}, errCleanDiffers},
 	} {
