@@ -65,6 +65,9 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err := log.MakeDir(dir, opts.syncDir); err != nil {
 		return nil, err
 	}
+	if _, _, err := readMeta(dir); errors.Is(err, ErrNotDataDir) {
+		return nil, err // before the lock file is made in someone else's directory
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err

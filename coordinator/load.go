@@ -71,7 +71,7 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64, clean
 		p.resetTables()
 		path := log.SnapshotPath(snaps.Dir(), index)
 		if index+1 < first {
-			sl.skipped = append(sl.skipped, fmt.Sprintf("%s is older than the journal's first index %d", path, first))
+			sl.skipped = append(sl.skipped, fmt.Sprintf("%s: older than the journal's first index %d", path, first))
 			if i > 0 {
 				p.logger.Warn("snapshot is older than the journal it needs; trying an older one is no use",
 					"partition", p.id, "snapshot", index, "firstIndex", first)
@@ -372,8 +372,9 @@ func (c *Coordinator) loadAll() {
 // decided to open it: the meta file (a new directory's, or one of an
 // older version, which gets an ID), then the journal's repairs (Plan.Open:
 // a torn end cut, batches restored from the sync ring, an interrupted
-// truncation finished, the clean-close marker removed), then the removal
-// of snapshots ahead of the journal.
+// truncation finished, the clean-close marker removed), the partitions'
+// snapshot directories, then the removal of snapshots ahead of the
+// journal.
 func (c *Coordinator) carryOut() error {
 	if c.writeMeta {
 		if err := writeMeta(c.dir, c.meta); err != nil {
@@ -385,6 +386,14 @@ func (c *Coordinator) carryOut() error {
 		return err
 	}
 	c.journal = j
+	for _, s := range c.snapshots {
+		// Made here, not when planned: a refusal makes nothing. Tools
+		// count partitions by these directories when the meta file is
+		// lost.
+		if err := log.MakeDir(s.Dir(), c.opts.syncDir); err != nil {
+			return err
+		}
+	}
 	for i, sl := range c.loads {
 		if len(sl.stale) == 0 {
 			continue
