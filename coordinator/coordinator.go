@@ -29,7 +29,8 @@ type Coordinator struct {
 	lock      *os.File
 
 	// plan is what opening the journal will do, made before loading; once
-	// every partition has loaded, carryOut opens journal by it. journal is
+	// every partition has loaded, carryOut opens journal by it and drops
+	// it (nil from then on). Only the loading goroutine uses it. journal is
 	// the log every partition commits to; committer, its owner once
 	// loading is done, makes each batch durable with one fsync.
 	plan       *log.Plan

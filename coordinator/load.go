@@ -404,6 +404,7 @@ func (c *Coordinator) carryOut() error {
 		c.opts.Logger.Warn("removed snapshots ahead of the journal, whose end a crash took",
 			"partition", i, "snapshots", sl.stale, "lastIndex", c.plan.LastIndex())
 	}
+	c.plan = nil // carried out; it holds the sync ring's bytes
 	return nil
 }
 

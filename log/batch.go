@@ -35,18 +35,6 @@ func appendBatchFrame(dst []byte, tag, first uint64, entries []Entry) []byte {
 	return sealFrame(dst, start)
 }
 
-// batchFrameSize is the length of the frame appendBatchFrame writes.
-func batchFrameSize(tag, first uint64, entries []Entry) int {
-	n := minFrameSize + uvarintLen(first) + uvarintLen(uint64(len(entries)))
-	if tag != 0 {
-		n += batchTagSize
-	}
-	for _, e := range entries {
-		n += uvarintLen(uint64(e.Partition)) + 1 + uvarintLen(uint64(len(e.Payload))) + len(e.Payload)
-	}
-	return n
-}
-
 // batchBody returns the payload of a batch frame after its tag, and the
 // tag (0 if it carries none).
 func batchBody(f frame) (tag uint64, body []byte, err error) {

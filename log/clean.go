@@ -33,13 +33,7 @@ type cleanMarker struct {
 // writeCleanMarker writes the marker through a synced temporary file and a
 // rename, then syncs the directory.
 func writeCleanMarker(dir string, m cleanMarker) error {
-	b := make([]byte, 0, cleanSize)
-	b = append(b, cleanMagic...)
-	b = append(b, cleanVersion)
-	b = binary.LittleEndian.AppendUint64(b, m.lastBatch)
-	b = binary.LittleEndian.AppendUint64(b, m.last)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.tailSize))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b := m.encode()
 	path := filepath.Join(dir, cleanName)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
@@ -75,6 +69,23 @@ func readCleanMarker(dir string) (*cleanMarker, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeCleanMarker(b)
+}
+
+// encode returns the marker's bytes.
+func (m cleanMarker) encode() []byte {
+	b := make([]byte, 0, cleanSize)
+	b = append(b, cleanMagic...)
+	b = append(b, cleanVersion)
+	b = binary.LittleEndian.AppendUint64(b, m.lastBatch)
+	b = binary.LittleEndian.AppendUint64(b, m.last)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.tailSize))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// decodeCleanMarker checks a marker's bytes and returns it, or an
+// ErrCorrupt error naming the file.
+func decodeCleanMarker(b []byte) (*cleanMarker, error) {
 	if len(b) != cleanSize || string(b[:len(cleanMagic)]) != cleanMagic || b[len(cleanMagic)] != cleanVersion ||
 		crc32.Checksum(b[:cleanSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cleanSize-4:]) {
 		return nil, &CorruptError{Segment: cleanName, Err: errCleanMarker}

@@ -65,7 +65,7 @@ func TestWriteFailureChild(t *testing.T) {
 	// A batch of one entry of payloadSize, while indexes are below 128:
 	// uvarint length, frame header, first index, count, partition, type,
 	// payload length, payload, checksum.
-	entrySize := 1 + batchFrameSize(0, 1, []Entry{{Payload: make([]byte, payloadSize)}})
+	entrySize := 1 + len(appendBatchFrame(nil, 0, 1, []Entry{{Payload: make([]byte, payloadSize)}}))
 	batchID := 0
 	payload := func(size int) []byte {
 		p := bytes.Repeat([]byte{'.'}, size)
