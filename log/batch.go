@@ -1,13 +1,12 @@
 package log
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+)
 
 // A batch frame's payload holds the records of one Append, each tagged with
-// its partition; see the package documentation. A batch of no records
-// marks where the next record index starts (Log.SkipTo).
-//
-//	| uvarint first index | uvarint count | record | record | ... |
-//	record: | uvarint partition | type | uvarint len(payload) | payload |
+// its partition, after the journal's tag; log/doc.go draws it. A batch of
+// no records marks where the next record index starts (Log.SkipTo).
 
 // maxBatchRecords bounds the records of one batch, so that a damaged count
 // can never make a reader allocate much.

@@ -13,10 +13,7 @@ import (
 // checks the directory against it and removes it before the first write.
 // While it exists nothing can be in flight, so nothing at the end of the
 // log can be a torn write: damage there is corruption, and the log must
-// end exactly where the marker says.
-//
-//	| "OFFCLEAN" | version 1 | last wal entry uint64 | last record index uint64 |
-//	| size of the last segment uint64 | crc32c of the bytes before, all LE |
+// end exactly where the marker says. log/doc.go draws it.
 const (
 	cleanName    = "CLEAN"
 	cleanMagic   = "OFFCLEAN"

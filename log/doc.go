@@ -25,7 +25,8 @@
 // size too: two writes to the device, one after the other, against one
 // for the ring. wal syncs each segment as it closes it; the ring holds the
 // batches of the last one since then, and Open restores from it what a
-// power cut took from the segment (ring.go).
+// power cut took from the segment (ring.go writes the ring, restore.go
+// plans what Open restores from it).
 //
 // # Lifecycle
 //
@@ -39,7 +40,7 @@
 //	err = l.Close()                         // leaves the clean-close marker
 //
 // Memory: wal keeps the last segment in memory, so about
-// 2 × Options.SegmentSize.
+// 2 × Options.SegmentSize for the whole journal.
 //
 // # On-disk format
 //
@@ -141,6 +142,14 @@
 // damage it meets in older segments. After a clean close nothing can be
 // torn: nothing is restored from the ring (a lap past the marker's end is
 // corruption), any damage at the end is corruption, and the journal must
-// end exactly where the marker says. Inspect reports all of this without
-// changing anything.
+// end exactly where the marker says.
+//
+// Continuity is checked everywhere, in both states: each segment starts
+// at the wal index where the one before ended, each batch of records
+// starts right after the last record before it, and every batch carries
+// this journal's tag. A whole frame (its checksum passes) that breaks any
+// of these was written so: it is corruption wherever it is, never a torn
+// end. Open decides all of this before it writes (PlanOpen reads
+// everything; Plan.Open carries the plan out), so a refusal leaves the
+// directory as it was; Inspect reports the same plan.
 package log

@@ -69,3 +69,12 @@ func decodeFrame(b []byte) (frame, error) {
 	}
 	return frame{version: body[0], typ: body[1], payload: body[frameHeader:]}, nil
 }
+
+// uvarintLen is the length of x as a uvarint.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}

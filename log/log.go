@@ -4,23 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/wal"
 )
 
-// Options configures one partition's log.
+// Options configures a log: the journal every partition shares, or a
+// partition's log of format 1, read to convert it.
 type Options struct {
 	// SegmentSize is the target size of a segment file in bytes; a segment
 	// is closed once it reaches it, so it can exceed it by one entry.
-	// Default 4 MiB. Memory per partition is about 2 × SegmentSize: the
-	// tail segment lives in memory (wal keeps it there), and Replay holds
-	// one segment at a time. Keep it a few MB.
+	// Default 4 MiB. A log's memory is about 2 × SegmentSize: the tail
+	// segment lives in memory (wal keeps it there), and Replay holds one
+	// segment at a time. Keep it a few MB.
 	SegmentSize int
 
 	// UnsafeNoSync skips the syncs of Append, and the sync ring: an
@@ -56,10 +54,6 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{SegmentSize: 4 << 20}
 }
-
-// reopenAfterSegments is how many segments wal may create before the Log
-// reopens it, to drop its memory of segments long removed.
-const reopenAfterSegments = 1024
 
 // maxSegmentSize bounds SegmentSize: the tail segment is held in memory.
 const maxSegmentSize = 1 << 30
@@ -123,11 +117,7 @@ type Entry struct {
 // FirstIndex, LastIndex, Poisoned and Dir may be called from any goroutine
 // (Close must still come after them).
 //
-// Invariant: nothing in this package calls wal's Read, TruncateFront or
-// TruncateBack (TestWALUse checks), nor asks its FirstIndex but right after
-// wal.Open. TruncateFront removes segment files behind the open wal handle,
-// which is safe only because, without those calls, wal touches nothing but
-// its last segment.
+// What Log relies on of wal beyond its API is listed in wal.go.
 type Log struct {
 	dir    string
 	opts   Options
@@ -177,182 +167,6 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	return p.Open()
-}
-
-// Open carries out the plan and returns the open log: it finishes any
-// truncation that a crash interrupted, restores from the sync ring the
-// batches the last segment lost, cuts a torn batch off the end of the
-// last segment (logging what it dropped and restored), syncs, and removes
-// the clean-close marker. Nothing may change the directory between
-// PlanOpen and Open (its user holds the data directory's lock); Open
-// fails if the journal it opens does not end where the plan said.
-func (p *Plan) Open() (*Log, error) {
-	dir, opts := p.dir, p.opts
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("partition", opts.Partition)}
-	if err := MakeDir(dir, SyncDir); err != nil {
-		return nil, l.errorf("open: %w", err)
-	}
-	if p.cleanTmp {
-		// A Close that crashed: not clean.
-		if err := os.Remove(filepath.Join(dir, cleanName+".tmp")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, l.errorf("open: %w", err)
-		}
-	}
-	clean := p.clean
-	// With UnsafeNoSync the ring is read, if a run with syncs left one,
-	// and then cleared: such a log keeps no lap.
-	var err error
-	if _, serr := os.Stat(filepath.Join(dir, ringName)); !opts.UnsafeNoSync || serr == nil {
-		size := opts.syncRingSize()
-		if opts.UnsafeNoSync {
-			size = 0
-		}
-		if l.ring, _, err = openRing(dir, size); err != nil {
-			return nil, l.errorf("open: %w", err)
-		}
-	}
-	err = l.openRestoring(clean, p)
-	if err == nil && (l.last.Load() != p.last || l.lastBatch.Load() != p.lastBatch) {
-		closeWAL(l.wal)
-		err = l.errorf("open: the journal ends at index %d (entry %d), planned %d (entry %d): the directory changed since it was planned",
-			l.last.Load(), l.lastBatch.Load(), p.last, p.lastBatch)
-	}
-	if err == nil && opts.UnsafeNoSync && l.ring != nil {
-		if err = l.ring.clear(); err != nil {
-			closeWAL(l.wal)
-			err = l.errorf("open: %w", err)
-		}
-		l.ring.close()
-		l.ring = nil
-	}
-	if err != nil {
-		l.ring.close()
-		return nil, err
-	}
-	if clean != nil {
-		// From here on a crash is not a clean close.
-		if err := removeCleanMarker(dir); err != nil {
-			closeWAL(l.wal)
-			l.ring.close()
-			return nil, l.errorf("open: %w", err)
-		}
-	}
-	return l, nil
-}
-
-// openRestoring opens wal (openWAL) and, after a crash, appends what the
-// sync ring's lap holds beyond the whole batches of the segments, after
-// cutting them back to the last of those, as the plan says. After a clean
-// close the segments hold everything the lap does.
-func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
-	if clean != nil {
-		return l.openWAL(clean)
-	}
-	restore, keep, lap := p.restore, p.keep, p.lap
-	if restore {
-		if _, err := finishTruncation(l.dir); err != nil {
-			return locate(fmt.Errorf("finish interrupted truncation: %w", err), l.opts.Partition)
-		}
-		if err := cutBack(l.dir, keep, l.opts.Partition); err != nil {
-			return err
-		}
-	}
-	if err := l.openWAL(nil); err != nil {
-		return err
-	}
-	if !restore {
-		return nil
-	}
-	if got := l.lastBatch.Load(); got != keep {
-		closeWAL(l.wal)
-		return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: got + 1, Err: errRingGap}
-	}
-	for i, frame := range lap.frames {
-		batch := lap.first + uint64(i)
-		if batch <= keep {
-			continue
-		}
-		f, err := decodeFrame(frame)
-		var first, last uint64
-		if err == nil {
-			first, last, err = frameRecords(f, batch, l.opts.Partition, nil)
-		}
-		if err == nil {
-			err = l.appendFrame(batch, frame, first, last, false)
-		}
-		if err != nil {
-			if l.wal != nil {
-				closeWAL(l.wal)
-			}
-			return l.errorf("open: restore batch %d from the sync ring: %w", batch, err)
-		}
-	}
-	if err := errors.Join(l.wal.Sync(), SyncDir(l.dir)); err != nil {
-		closeWAL(l.wal)
-		return l.errorf("open: sync the batches restored from the sync ring: %w", err)
-	}
-	l.logger.Warn("log: restored batches from the sync ring that the last segment had lost",
-		"from_batch", keep+1, "to_batch", lap.lastBatch(), "last_index", l.last.Load())
-	return nil
-}
-
-// openWAL prepares the directory (finished truncations, repaired tail,
-// everything synced) and opens wal on it. clean, if not nil, is what the
-// last clean close recorded: the directory must match it exactly.
-func (l *Log) openWAL(clean *cleanMarker) error {
-	info, err := prepareDir(l.dir, l.opts.Partition, l.logger, clean != nil)
-	if err != nil {
-		return err
-	}
-	if clean != nil && (clean.lastBatch != info.lastBatch || clean.last != info.last || clean.tailSize != info.tailSize) {
-		return &CorruptError{Partition: l.opts.Partition, Segment: cleanName, Index: info.last,
-			Err: fmt.Errorf("%w: recorded last index %d (entry %d, tail %d bytes), found %d (entry %d, tail %d bytes)",
-				errCleanDiffers, clean.last, clean.lastBatch, clean.tailSize, info.last, info.lastBatch, info.tailSize)}
-	}
-	w, err := wal.Open(l.dir, l.walOptions())
-	if err != nil {
-		return l.errorf("open wal: %w", err)
-	}
-	if len(info.segs) == 0 {
-		// wal created the first segment file.
-		if err := SyncDir(l.dir); err != nil {
-			closeWAL(w)
-			return l.errorf("open: %w", err)
-		}
-		l.tailStart.Store(1)
-		l.tailSize = 0
-	} else {
-		l.tailStart.Store(info.segs[len(info.segs)-1].index)
-		l.tailSize = info.tailSize
-	}
-	lastBatch, err := w.LastIndex()
-	if err == nil && lastBatch != info.lastBatch {
-		err = fmt.Errorf("wal reports last entry %d, the files end at %d", lastBatch, info.lastBatch)
-	}
-	if err != nil {
-		closeWAL(w)
-		return l.errorf("open wal: %w", err)
-	}
-	l.wal = w
-	l.lastBatch.Store(info.lastBatch)
-	l.last.Store(info.last)
-	l.first.Store(info.first)
-	l.empty = info.empty
-	return nil
-}
-
-// walOptions returns a fresh copy each time, since wal.Open writes to it.
-func (l *Log) walOptions() *wal.Options {
-	return &wal.Options{
-		NoSync:           true, // Append syncs through the ring; wal still syncs each segment it closes
-		SegmentSize:      l.opts.SegmentSize,
-		LogFormat:        wal.Binary,
-		SegmentCacheSize: 1,    // we never read through wal
-		NoCopy:           true, // nor copy
-		AllowEmpty:       true, // the only segment left may be empty: just cycled, repaired or cut back
-		DirPerms:         0o750,
-		FilePerms:        0o640,
-	}
 }
 
 // SkipTo makes the next record index at least next, durably: it appends a
@@ -517,32 +331,6 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// nextTail predicts where wal's last segment will be after writing one
-// entry of frame size n at wal index batch, and whether it creates segment
-// files. It mirrors writeBatch and cycle of wal v1.2.1: a segment is closed
-// before a write if it is over SegmentSize, and after an entry that brings
-// it to SegmentSize. TestTailPrediction checks it against the directory.
-func (l *Log) nextTail(n int, batch uint64) (start uint64, size int64, created bool) {
-	start, size = l.tailStart.Load(), l.tailSize
-	limit := int64(l.opts.SegmentSize)
-	if size > limit {
-		start, size, created = batch, 0, true
-	}
-	size += int64(uvarintLen(uint64(n)) + n)
-	if size >= limit {
-		start, size, created = batch+1, 0, true
-	}
-	return start, size, created
-}
-
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
-}
-
 // FirstIndex returns the record index where the oldest batch held starts
 // (the log holds every record from there to LastIndex), or LastIndex()+1
 // when it holds no batch (1 for a new log).
@@ -560,150 +348,6 @@ func (l *Log) Poisoned() bool { return l.poisoned.Load() }
 
 // Dir returns the directory given to Open.
 func (l *Log) Dir() string { return l.dir }
-
-// TruncateFront removes the whole segments all of whose records come
-// before record index index, but never the last segment. It is meant for
-// after snapshots covering index-1. The records from the start of the
-// segment holding index stay, so FirstIndex becomes the first index of the
-// oldest remaining segment, which may be below index. index must be in
-// [1, LastIndex+1]; below FirstIndex it removes nothing. It writes no data:
-// it lists the directory, unlinks the files, oldest first, and syncs the
-// directory once if it removed any.
-//
-// A failed unlink or directory sync returns an error but does not poison
-// the handle: the files left are a contiguous run of segments ending at
-// the last one either way, FirstIndex names the oldest of them, and a
-// crash before the sync leaves such a run too, which Open accepts.
-//
-// Unlike the other methods, TruncateFront may run on another goroutine
-// while the owner appends: unlinking segments can take milliseconds each
-// (more on a filesystem mounted with discard), and commits need not wait
-// for it. It refuses a poisoned log, whose recovery is the owner's.
-func (l *Log) TruncateFront(index uint64) error {
-	l.files.Lock()
-	defer l.files.Unlock()
-	if l.closed {
-		return l.errorf("truncate front: %w", ErrClosed)
-	}
-	if l.poisoned.Load() {
-		// Recovery is the owner's, on its next Append.
-		return l.errorf("truncate front refused: the log is poisoned until the next append recovers it")
-	}
-	if index == 0 || index > l.last.Load()+1 {
-		return fmt.Errorf("%w: truncate front to %d, past the next index %d", ErrInvalid, index, l.last.Load()+1)
-	}
-	if index <= l.first.Load() {
-		return nil // nothing before it is held
-	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return l.errorf("truncate front to %d: %w", index, err)
-	}
-	if len(st.leftovers) > 0 {
-		// Open finished them and nothing writes them since: someone else
-		// is at work in the directory.
-		return l.errorf("truncate front to %d: unexpected files %v", index, st.leftovers)
-	}
-	segs := st.segments
-	n, firsts, err := l.segmentsBefore(segs, index)
-	if err != nil {
-		return l.errorf("truncate front to %d: %w", index, err)
-	}
-	if n == 0 {
-		return nil
-	}
-	// Once open, wal only writes to and cycles its last segment; it opens
-	// older ones only to read or truncate, which Log never asks of it (see
-	// Log). So they can go behind its back: its list of segments goes
-	// stale (about 100 bytes and a path per segment created since Open),
-	// nothing consults it, and the next wal.Open lists the directory afresh.
-	for i, s := range segs[:n] {
-		if err := os.Remove(s.path); err != nil {
-			if i > 0 {
-				l.first.Store(firsts[i-1]) // segs[:i] are gone
-			}
-			return l.errorf("truncate front to %d: remove segment %d of %d: %w", index, i+1, n, err)
-		}
-	}
-	l.first.Store(firsts[n-1])
-	if err := SyncDir(l.dir); err != nil {
-		return l.errorf("truncate front to %d: sync directory: %w", index, err)
-	}
-	return nil
-}
-
-// segmentsBefore returns how many segments, oldest first, hold only
-// records below index, and the first record index of the segment after
-// each of them. It never counts the last segment, which wal writes to,
-// nor the last one holding a batch, which holds the last index.
-func (l *Log) segmentsBefore(segs []segmentFile, index uint64) (int, []uint64, error) {
-	n := 0
-	var firsts []uint64
-	for n+1 < len(segs) && segs[n].index < l.tailStart.Load() {
-		next, err := segmentFirstIndex(segs[n+1])
-		if err != nil {
-			return 0, nil, err
-		}
-		if next == 0 || next > index {
-			// An empty segment (only the tail can be one) must not be left
-			// alone: the last index would be lost with the segment before
-			// it, and a reopen would give indexes again.
-			break
-		}
-		firsts = append(firsts, next)
-		n++
-	}
-	return n, firsts, nil
-}
-
-// SegmentInfo describes one segment file.
-type SegmentInfo struct {
-	First uint64 // record index where its first batch starts; 0 if it holds none
-	Bytes int64
-}
-
-// Segments describes the segment files, oldest first. Like TruncateFront,
-// it may run beside the owner.
-func (l *Log) Segments() ([]SegmentInfo, error) {
-	l.files.Lock()
-	defer l.files.Unlock()
-	if l.closed {
-		return nil, l.errorf("segments: %w", ErrClosed)
-	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return nil, l.errorf("segments: %w", err)
-	}
-	out := make([]SegmentInfo, len(st.segments))
-	for i, s := range st.segments {
-		fi, err := os.Stat(s.path)
-		if err != nil {
-			return nil, l.errorf("segments: %w", err)
-		}
-		first, err := segmentFirstIndex(s)
-		if err != nil {
-			return nil, l.errorf("segments: %w", err)
-		}
-		out[i] = SegmentInfo{First: first, Bytes: fi.Size()}
-	}
-	return out, nil
-}
-
-// SegmentsBefore returns how many segment files TruncateFront(index) would
-// remove. Like TruncateFront, it may run beside the owner.
-func (l *Log) SegmentsBefore(index uint64) (int, error) {
-	l.files.Lock()
-	defer l.files.Unlock()
-	if l.closed {
-		return 0, l.errorf("segments: %w", ErrClosed)
-	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return 0, l.errorf("segments: %w", err)
-	}
-	n, _, err := l.segmentsBefore(st.segments, index)
-	return n, err
-}
 
 // Close syncs and closes the log, and leaves the clean-close marker that
 // tells the next Open that nothing at the end can be a torn write. Closing

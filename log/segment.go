@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // segmentFile is one segment of the log: a file named %020d of the index of
@@ -22,118 +20,6 @@ type segmentFile struct {
 func (s segmentFile) name() string { return filepath.Base(s.path) }
 
 func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
-
-// dirState is a log directory as wal.Open sees it. wal truncates through
-// temporary files (a .TEMP written and synced, renamed to .START or .END,
-// older segments removed, then renamed to the plain name) and wal.Open
-// finishes a truncation that a crash interrupted. This package no longer
-// truncates through wal, but a directory written by an older version may
-// hold such files. dirState mirrors that logic of wal v1.2.1 (Log.load), so
-// that tail repair and Inspect look at the file that will really be the
-// last segment.
-type dirState struct {
-	segments  []segmentFile // the segments once the truncation is finished, in index order, at their current paths
-	remove    []string      // paths that finishing deletes
-	renames   [][2]string   // old path, new path
-	leftovers []string      // names of .START, .END and .TEMP files
-}
-
-// readDirState lists dir without changing it.
-func readDirState(dir string) (dirState, error) {
-	var st dirState
-	des, err := os.ReadDir(dir) // sorted by name, so by index
-	if err != nil {
-		return st, err
-	}
-	start, end := -1, -1
-	for _, de := range des {
-		name := de.Name()
-		if de.IsDir() || len(name) < 20 {
-			continue
-		}
-		index, err := strconv.ParseUint(name[:20], 10, 64)
-		if err != nil || index == 0 {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		switch suffix := name[20:]; {
-		case suffix == "":
-		case suffix == ".START":
-			start = len(st.segments)
-		case suffix == ".END":
-			if end == -1 {
-				end = len(st.segments)
-			}
-		case strings.HasSuffix(suffix, ".TEMP"):
-			// A truncation crashed before its rename: never referenced.
-			st.leftovers = append(st.leftovers, name)
-			st.remove = append(st.remove, path)
-			continue
-		default:
-			continue
-		}
-		if len(name) > 20 {
-			st.leftovers = append(st.leftovers, name)
-		}
-		st.segments = append(st.segments, segmentFile{index: index, path: path})
-	}
-	if start != -1 && end != -1 {
-		return st, &CorruptError{Segment: st.segments[start].name(), Index: st.segments[start].index, Err: errTruncation}
-	}
-	if start != -1 {
-		// TruncateFront crashed: the START file is the new first segment.
-		for _, s := range st.segments[:start] {
-			st.remove = append(st.remove, s.path)
-		}
-		st.segments = st.segments[start:]
-		st.rename(dir, 0)
-	}
-	if end != -1 {
-		// TruncateBack crashed: the END file is the new last segment.
-		for _, s := range st.segments[end+1:] {
-			st.remove = append(st.remove, s.path)
-		}
-		st.segments = st.segments[:end+1]
-		if n := len(st.segments); n > 1 && st.segments[n-2].index == st.segments[n-1].index {
-			// The END file replaces the segment of the same name.
-			st.segments = append(st.segments[:n-2], st.segments[n-1])
-		}
-		st.rename(dir, len(st.segments)-1)
-	}
-	return st, nil
-}
-
-func (st *dirState) rename(dir string, i int) {
-	s := st.segments[i]
-	st.renames = append(st.renames, [2]string{s.path, filepath.Join(dir, segmentName(s.index))})
-}
-
-// finishTruncation does what wal.Open would do to an interrupted
-// truncation, syncs the directory if that changed anything, and returns the
-// segments.
-func finishTruncation(dir string) ([]segmentFile, error) {
-	st, err := readDirState(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(st.remove) == 0 && len(st.renames) == 0 {
-		return st.segments, nil
-	}
-	for _, p := range st.remove {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-	}
-	for _, r := range st.renames {
-		if err := os.Rename(r[0], r[1]); err != nil {
-			return nil, err
-		}
-	}
-	for i := range st.segments {
-		st.segments[i].path = filepath.Join(dir, segmentName(st.segments[i].index))
-	}
-	return st.segments, SyncDir(dir)
-}
 
 // readSegment reads a whole segment file into buf, growing it if needed.
 func readSegment(path string, buf []byte) ([]byte, error) {
