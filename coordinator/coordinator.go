@@ -135,7 +135,7 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 		writeMeta: writeM,
 		check:     check,
 	}
-	c.plan, err = log.PlanOpen(filepath.Join(dir, journalDir), c.logOptions(0))
+	c.plan, err = log.PlanOpen(filepath.Join(dir, journalDir), c.journalOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -171,14 +171,12 @@ func (c *Coordinator) loadErrors() error {
 	return errors.Join(errs...)
 }
 
-// logOptions are the options of the journal (partition 0) or of a
-// partition's log of format 1.
-func (c *Coordinator) logOptions(partition int) log.Options {
+// journalOptions are the options of the journal.
+func (c *Coordinator) journalOptions() log.Options {
 	o := log.DefaultOptions()
 	o.SegmentSize = c.opts.SegmentSize
 	o.UnsafeNoSync = c.opts.UnsafeNoSync
 	o.Logger = c.opts.Logger
-	o.Partition = partition
 	o.JournalID = c.meta.ID
 	return o
 }

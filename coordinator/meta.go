@@ -324,7 +324,8 @@ type Layout struct {
 type LogDir struct {
 	Dir string
 	// Partition is the partition of the records of a format-1 log, which
-	// carry none; the journal's records carry their own (0 here).
+	// carry none; -1 for the journal, whose records carry their own (as
+	// log.Inspect takes it).
 	Partition int
 }
 
@@ -350,7 +351,7 @@ func layoutOf(dir string, format, partitions int) (Layout, error) {
 			l.Snapshots = append(l.Snapshots, format1Dir(dir, i))
 		}
 	case dataFormat:
-		l.Logs = []LogDir{{Dir: JournalDir(dir)}}
+		l.Logs = []LogDir{{Dir: JournalDir(dir), Partition: -1}}
 		for i := range partitions {
 			l.Snapshots = append(l.Snapshots, SnapshotDir(dir, i))
 		}

@@ -94,7 +94,7 @@ func loadFormat1(dir string, i int, opts Options, m meta) (*partition, uint64, e
 		p.capturedAt = nil
 		return p, 0, nil // a partition that never wrote
 	}
-	lopts := log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger, Partition: i}
+	lopts := log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger, Format1: true, Partition: i}
 	l, err := log.PlanOpen(pdir, lopts)
 	if err != nil {
 		return nil, 0, err

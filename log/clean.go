@@ -22,9 +22,9 @@ const (
 )
 
 type cleanMarker struct {
-	lastBatch uint64
-	last      uint64
-	tailSize  int64
+	lastBatch  uint64
+	lastRecord uint64
+	tailSize   int64
 }
 
 // writeCleanMarker writes the marker through a synced temporary file and a
@@ -75,7 +75,7 @@ func (m cleanMarker) encode() []byte {
 	b = append(b, cleanMagic...)
 	b = append(b, cleanVersion)
 	b = binary.LittleEndian.AppendUint64(b, m.lastBatch)
-	b = binary.LittleEndian.AppendUint64(b, m.last)
+	b = binary.LittleEndian.AppendUint64(b, m.lastRecord)
 	b = binary.LittleEndian.AppendUint64(b, uint64(m.tailSize))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -85,13 +85,13 @@ func (m cleanMarker) encode() []byte {
 func decodeCleanMarker(b []byte) (*cleanMarker, error) {
 	if len(b) != cleanSize || string(b[:len(cleanMagic)]) != cleanMagic || b[len(cleanMagic)] != cleanVersion ||
 		crc32.Checksum(b[:cleanSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cleanSize-4:]) {
-		return nil, &CorruptError{Segment: cleanName, Err: errCleanMarker}
+		return nil, &CorruptError{File: cleanName, Err: errCleanMarker}
 	}
 	p := b[len(cleanMagic)+1:]
 	return &cleanMarker{
-		lastBatch: binary.LittleEndian.Uint64(p),
-		last:      binary.LittleEndian.Uint64(p[8:]),
-		tailSize:  int64(binary.LittleEndian.Uint64(p[16:])),
+		lastBatch:  binary.LittleEndian.Uint64(p),
+		lastRecord: binary.LittleEndian.Uint64(p[8:]),
+		tailSize:   int64(binary.LittleEndian.Uint64(p[16:])),
 	}, nil
 }
 

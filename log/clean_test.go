@@ -10,7 +10,7 @@ import (
 // decodeCleanMarker never panics, refuses with ErrCorrupt naming the
 // file, and what it accepts is exactly what encode writes for its result.
 func FuzzCleanMarker(f *testing.F) {
-	f.Add(cleanMarker{lastBatch: 7, last: 40, tailSize: 512}.encode())
+	f.Add(cleanMarker{lastBatch: 7, lastRecord: 40, tailSize: 512}.encode())
 	f.Add(cleanMarker{}.encode())
 	f.Add([]byte(cleanMagic))
 	f.Add(make([]byte, cleanSize))
@@ -18,7 +18,7 @@ func FuzzCleanMarker(f *testing.F) {
 		m, err := decodeCleanMarker(b)
 		if err != nil {
 			var ce *CorruptError
-			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Segment != cleanName {
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.File != cleanName {
 				t.Fatalf("error %v is not a CorruptError naming %s", err, cleanName)
 			}
 			return

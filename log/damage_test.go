@@ -146,7 +146,7 @@ func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
 	good := b.starts[keep-(len(b.records)-(len(b.starts)-1))] // bytes of the last segment that survive
 	torn := int64(len(spoiled) - good)
 
-	rep, err := Inspect(dir, testPartition, nil)
+	rep, err := Inspect(dir, -1, nil)
 	if err != nil || rep.LastIndex != uint64(keep) || rep.TornTailBytes != torn {
 		t.Fatalf("Inspect = %+v, %v; want LastIndex %d and %d torn bytes", rep, err, keep, torn)
 	}
@@ -163,7 +163,7 @@ func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
 		t.Fatalf("nothing to cut, but logged %v", warn)
 	}
 	if torn > 0 && (warn == nil || warn["dropped_bytes"].Int64() != torn ||
-		warn["last_whole_index"].Uint64() != uint64(keep) || warn["partition"].Int64() != testPartition) {
+		warn["last_whole_index"].Uint64() != uint64(keep) || warn["log"].String() != "journal") {
 		t.Fatalf("cut %d bytes after index %d, logged %v", torn, keep, warn)
 	}
 	if l.LastIndex() != uint64(keep) {
@@ -177,14 +177,14 @@ func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
 	l = mustOpen(t, dir, opts)
 	checkRecords(t, "Replay after appending and reopening", replayAll(t, l, 1), want)
 	mustClose(t, l)
-	if rep, err := Inspect(dir, testPartition, nil); err != nil || rep.TornTailBytes != 0 || rep.Records != len(want) {
+	if rep, err := Inspect(dir, -1, nil); err != nil || rep.TornTailBytes != 0 || rep.Records != len(want) {
 		t.Fatalf("Inspect after repair = %+v, %v", rep, err)
 	}
 }
 
 // TestCorruption damages entries that were acknowledged long ago, in
 // the last segment (followed by good entries) or an older one: Open
-// refuses with a CorruptError naming partition, segment file and index,
+// refuses with a CorruptError naming the journal, segment file and batch,
 // and leaves every byte and name of the directory as it found them;
 // Inspect names the same place.
 func TestCorruption(t *testing.T) {
@@ -279,30 +279,27 @@ func TestCorruption(t *testing.T) {
 				if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
 					t.Fatalf("%s: err = %v, want a CorruptError", what, err)
 				}
-				if ce.Partition != partition || ce.Segment != seg.name() || ce.Index != index {
-					t.Fatalf("%s: error at partition %d, segment %s, index %d; want %d, %s, %d (%v)",
-						what, ce.Partition, ce.Segment, ce.Index, partition, seg.name(), index, err)
+				if ce.Partition != partition || ce.File != seg.name() || ce.Batch != index {
+					t.Fatalf("%s: error at partition %d, segment %s, batch %d; want %d, %s, %d (%v)",
+						what, ce.Partition, ce.File, ce.Batch, partition, seg.name(), index, err)
 				}
 				if tt.reason != nil && !errors.Is(err, tt.reason) {
 					t.Fatalf("%s: err = %v, want reason %q", what, err, tt.reason)
 				}
 				msg := err.Error()
-				for _, part := range []string{seg.name(), fmt.Sprintf("index %d", index)} {
+				for _, part := range []string{"journal", seg.name(), fmt.Sprintf("batch %d", index)} {
 					if !strings.Contains(msg, part) {
 						t.Fatalf("%s: message %q does not name %q", what, msg, part)
 					}
 				}
-				if partition >= 0 && !strings.Contains(msg, fmt.Sprintf("partition %d", partition)) {
-					t.Fatalf("%s: message %q does not name the partition", what, msg)
-				}
 			}
 
-			_, err := Inspect(dir, testPartition, nil)
+			_, err := Inspect(dir, -1, nil)
 			checkErr("Inspect", err, -1)
 
 			before := hashDir(t, dir)
 			_, err = Open(dir, tt.base.opts)
-			checkErr("Open", err, testPartition)
+			checkErr("Open", err, -1) // the journal
 			if after := hashDir(t, dir); after != before {
 				t.Fatalf("a refused Open changed the directory:\nbefore %s\nafter  %s", before, after)
 			}
@@ -378,7 +375,7 @@ func TestInterruptedTruncation(t *testing.T) {
 				f.Write([]byte{0x20, 1, 2, 3, 0, 0, 0})
 				f.Close()
 			}
-			rep, err := Inspect(dir, testPartition, nil)
+			rep, err := Inspect(dir, -1, nil)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("Inspect: err = %v, want %v", err, tt.err)
@@ -447,14 +444,14 @@ func TestForeignJournal(t *testing.T) {
 		before := hashDir(t, dir)
 		_, err := Open(dir, opts)
 		var ce *CorruptError
-		if !errors.Is(err, errForeignBatch) || !errors.As(err, &ce) || ce.Segment != victim.name() {
+		if !errors.Is(err, errForeignBatch) || !errors.As(err, &ce) || ce.File != victim.name() {
 			t.Fatalf("Open with another journal's segment (crashed %v) = %v; want errForeignBatch naming %s", crashed, err, victim.name())
 		}
 		if hashDir(t, dir) != before {
 			t.Fatal("a refused Open changed the directory")
 		}
 		// Without the tag to check (Inspect), the indexes alone pass.
-		if _, err := Inspect(dir, testPartition, nil); err != nil {
+		if _, err := Inspect(dir, -1, nil); err != nil {
 			t.Fatalf("Inspect: %v", err)
 		}
 	}

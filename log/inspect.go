@@ -1,7 +1,5 @@
 package log
 
-import "errors"
-
 // Report describes a log directory as Inspect found it.
 type Report struct {
 	Segments   int    // segment files
@@ -34,19 +32,16 @@ type Report struct {
 }
 
 // Inspect reads the log in dir without changing anything, as Open plans
-// it (see Plan), for operators'
-// verify and dump commands. It calls fn (if not nil) for every record in
-// order; partition is the partition of a format-1 log's records (see
-// Options.Partition). A torn tail, which Open would cut, is reported in
-// the Report, not as an error; damage before the tail, or anywhere after a
-// clean close, is an ErrCorrupt error naming segment file and index
-// (Partition -1). An error from fn stops the inspection and is returned as
-// is. e.Payload is valid only until fn returns.
+// it (see Plan), for operators' verify and dump commands. It calls fn (if
+// not nil) for every record in order. partition is -1 for the journal, or
+// the partition of a log of format 1 (see Options.Format1). A torn tail,
+// which Open would cut, is reported in the Report, not as an error;
+// damage before the tail, or anywhere after a clean close, is an
+// ErrCorrupt error naming the file and the batch or record index. It
+// checks no journal tag (Options.JournalID). An error from fn stops the
+// inspection and is returned as is. e.Payload is valid only until fn
+// returns.
 func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (Report, error) {
-	p, err := planJournal(dir, Options{Partition: max(partition, 0)}, fn)
-	var ce *CorruptError
-	if errors.As(err, &ce) {
-		ce.Partition = -1
-	}
+	p, err := planJournal(dir, Options{Partition: max(partition, 0), Format1: partition >= 0}, fn)
 	return p.rep, err
 }

@@ -27,10 +27,13 @@ type Options struct {
 	// sync ring that a run without it left, and then clears it.
 	UnsafeNoSync bool
 
-	// Partition names the log in errors and log messages, and is the
-	// partition of the records of a format-1 log (one partition's log, as
-	// the previous release wrote them), which carry none of their own. A
-	// journal shared by every partition leaves it 0.
+	// Format1 marks a log of format 1 (one partition's log, as the
+	// previous release wrote them), read to convert it: Partition is then
+	// the partition of its records, which carry none of their own, and
+	// names the log in errors and log messages. Without it the log is the
+	// journal every partition shares, named "journal", and Partition is
+	// not used.
+	Format1   bool
 	Partition int
 
 	// JournalID identifies the journal (the coordinator gives its data
@@ -65,6 +68,25 @@ func (o *Options) ensureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+}
+
+// partition is the partition of a format-1 log, or -1 for the journal:
+// what CorruptError.Partition holds.
+func (o *Options) partition() int {
+	if o.Format1 {
+		return o.Partition
+	}
+	return -1
+}
+
+// logName names a log in errors and log messages: "journal", or
+// "partition N" for a log of format 1 (partition is what
+// Options.partition returns).
+func logName(partition int) string {
+	if partition < 0 {
+		return "journal"
+	}
+	return fmt.Sprintf("partition %d", partition)
 }
 
 // journalTag is the tag the batches of the journal carry: FNV-1a of
@@ -129,12 +151,14 @@ type Log struct {
 	// nil with UnsafeNoSync.
 	ring *ring
 
-	first     atomic.Uint64 // record index of the first record held
-	last      atomic.Uint64 // last record index durably appended: a failed batch never counts
-	lastBatch atomic.Uint64 // wal index of the last entry durably appended
-	poisoned  atomic.Bool
-	empty     bool // the log holds no batch
-	cycled    int  // segments wal created since it was opened
+	// Two index spaces, named apart: record indexes (what Append returns)
+	// and wal indexes of batches (what segment files are named by).
+	firstRecord atomic.Uint64 // record index of the first record held
+	lastRecord  atomic.Uint64 // last record index durably appended: a failed batch never counts
+	lastBatch   atomic.Uint64 // wal index of the last batch durably appended
+	poisoned    atomic.Bool
+	empty       bool // the log holds no batch
+	cycled      int  // segments wal created since it was opened
 	// dirUnsynced is set, with UnsafeNoSync, when a segment was created
 	// since the directory was last synced: Sync syncs it.
 	dirUnsynced bool
@@ -178,7 +202,7 @@ func (l *Log) SkipTo(next uint64) error {
 	if l.closed {
 		return l.errorf("skip: %w", ErrClosed)
 	}
-	if next <= l.last.Load()+1 {
+	if next <= l.lastRecord.Load()+1 {
 		return nil
 	}
 	_, _, err := l.write(next, nil)
@@ -220,7 +244,7 @@ func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 			return 0, 0, fmt.Errorf("%w: entry %d of %d has partition %d", ErrInvalid, i, len(entries), entries[i].Partition)
 		}
 	}
-	return l.write(l.last.Load()+1, entries)
+	return l.write(l.lastRecord.Load()+1, entries)
 }
 
 // write appends entries (maybe none) as one batch whose first record index
@@ -284,10 +308,10 @@ func (l *Log) appendFrame(batch uint64, frame []byte, first, last uint64, sync b
 	l.tailSize = tailSize
 	l.lastBatch.Store(batch)
 	if l.empty {
-		l.first.Store(first) // the first batch the log holds
+		l.firstRecord.Store(first) // the first batch the log holds
 		l.empty = false
 	}
-	l.last.Store(last)
+	l.lastRecord.Store(last)
 	return nil
 }
 
@@ -334,12 +358,12 @@ func (l *Log) Sync() error {
 // FirstIndex returns the record index where the oldest batch held starts
 // (the log holds every record from there to LastIndex), or LastIndex()+1
 // when it holds no batch (1 for a new log).
-func (l *Log) FirstIndex() uint64 { return l.first.Load() }
+func (l *Log) FirstIndex() uint64 { return l.firstRecord.Load() }
 
 // LastIndex returns the record index of the last acknowledged record, 0
 // when nothing has ever been written. A failed batch never counts, even
 // while the handle is poisoned.
-func (l *Log) LastIndex() uint64 { return l.last.Load() }
+func (l *Log) LastIndex() uint64 { return l.lastRecord.Load() }
 
 // Poisoned reports whether a write failed since the last successful
 // recovery. Append recovers a poisoned log first; TruncateFront refuses
@@ -367,9 +391,9 @@ func (l *Log) Close() error {
 		l.wal = nil
 	}
 	if l.poisoned.Load() {
-		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition), l.forgetFailed())
+		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.partition()), l.forgetFailed())
 	} else if len(errs) == 0 || errs[0] == nil {
-		m := cleanMarker{lastBatch: l.lastBatch.Load(), last: l.last.Load(), tailSize: l.tailSize}
+		m := cleanMarker{lastBatch: l.lastBatch.Load(), lastRecord: l.lastRecord.Load(), tailSize: l.tailSize}
 		errs = append(errs, writeCleanMarker(l.dir, m))
 	}
 	errs = append(errs, l.ring.close())
@@ -379,7 +403,7 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// errorf prefixes an error with the package and partition.
+// errorf prefixes an error with the package and the log's name.
 func (l *Log) errorf(format string, args ...any) error {
-	return fmt.Errorf("log: partition %d: "+format, append([]any{l.opts.Partition}, args...)...)
+	return fmt.Errorf("log: %s: "+format, append([]any{logName(l.opts.partition())}, args...)...)
 }

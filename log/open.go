@@ -19,7 +19,7 @@ import (
 // fails if the journal it opens does not end where the plan said.
 func (p *Plan) Open() (*Log, error) {
 	dir, opts := p.dir, p.opts
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("partition", opts.Partition)}
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("log", logName(opts.partition()))}
 	if err := MakeDir(dir, SyncDir); err != nil {
 		return nil, l.errorf("open: %w", err)
 	}
@@ -43,10 +43,10 @@ func (p *Plan) Open() (*Log, error) {
 		}
 	}
 	err = l.openRestoring(clean, p)
-	if err == nil && (l.last.Load() != p.last || l.lastBatch.Load() != p.lastBatch) {
+	if err == nil && (l.lastRecord.Load() != p.lastRecord || l.lastBatch.Load() != p.lastBatch) {
 		closeWAL(l.wal)
 		err = l.errorf("open: the journal ends at index %d (entry %d), planned %d (entry %d): the directory changed since it was planned",
-			l.last.Load(), l.lastBatch.Load(), p.last, p.lastBatch)
+			l.lastRecord.Load(), l.lastBatch.Load(), p.lastRecord, p.lastBatch)
 	}
 	if err == nil && opts.UnsafeNoSync && l.ring != nil {
 		if err = l.ring.clear(); err != nil {
@@ -82,9 +82,9 @@ func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
 	restore, keep, lap := p.restore, p.keep, p.lap
 	if restore {
 		if _, err := finishTruncation(l.dir); err != nil {
-			return locate(fmt.Errorf("finish interrupted truncation: %w", err), l.opts.Partition)
+			return locate(fmt.Errorf("finish interrupted truncation: %w", err), l.opts.partition())
 		}
-		if err := cutBack(l.dir, keep, l.opts.Partition); err != nil {
+		if err := cutBack(l.dir, keep, l.opts.partition()); err != nil {
 			return err
 		}
 	}
@@ -96,7 +96,7 @@ func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
 	}
 	if got := l.lastBatch.Load(); got != keep {
 		closeWAL(l.wal)
-		return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: got + 1, Err: errRingGap}
+		return &CorruptError{Partition: l.opts.partition(), File: ringName, Batch: got + 1, Err: errRingGap}
 	}
 	for i, frame := range lap.frames {
 		batch := lap.first + uint64(i)
@@ -106,7 +106,7 @@ func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
 		f, err := decodeFrame(frame)
 		var first, last uint64
 		if err == nil {
-			first, last, err = frameRecords(f, batch, l.opts.Partition, nil)
+			first, last, err = frameRecords(f, batch, l.opts.partition(), nil)
 		}
 		if err == nil {
 			err = l.appendFrame(batch, frame, first, last, false)
@@ -123,7 +123,7 @@ func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
 		return l.errorf("open: sync the batches restored from the sync ring: %w", err)
 	}
 	l.logger.Warn("log: restored batches from the sync ring that the last segment had lost",
-		"from_batch", keep+1, "to_batch", lap.lastBatch(), "last_index", l.last.Load())
+		"from_batch", keep+1, "to_batch", lap.lastBatch(), "last_index", l.lastRecord.Load())
 	return nil
 }
 
@@ -131,14 +131,14 @@ func (l *Log) openRestoring(clean *cleanMarker, p *Plan) error {
 // everything synced) and opens wal on it. clean, if not nil, is what the
 // last clean close recorded: the directory must match it exactly.
 func (l *Log) openWAL(clean *cleanMarker) error {
-	info, err := prepareDir(l.dir, l.opts.Partition, l.logger, clean != nil)
+	info, err := prepareDir(l.dir, l.opts.partition(), l.logger, clean != nil)
 	if err != nil {
 		return err
 	}
-	if clean != nil && (clean.lastBatch != info.lastBatch || clean.last != info.last || clean.tailSize != info.tailSize) {
-		return &CorruptError{Partition: l.opts.Partition, Segment: cleanName, Index: info.last,
+	if clean != nil && (clean.lastBatch != info.lastBatch || clean.lastRecord != info.lastRecord || clean.tailSize != info.tailSize) {
+		return &CorruptError{Partition: l.opts.partition(), File: cleanName, Record: info.lastRecord,
 			Err: fmt.Errorf("%w: recorded last index %d (entry %d, tail %d bytes), found %d (entry %d, tail %d bytes)",
-				errCleanDiffers, clean.last, clean.lastBatch, clean.tailSize, info.last, info.lastBatch, info.tailSize)}
+				errCleanDiffers, clean.lastRecord, clean.lastBatch, clean.tailSize, info.lastRecord, info.lastBatch, info.tailSize)}
 	}
 	w, err := wal.Open(l.dir, l.walOptions())
 	if err != nil {
@@ -166,8 +166,8 @@ func (l *Log) openWAL(clean *cleanMarker) error {
 	}
 	l.wal = w
 	l.lastBatch.Store(info.lastBatch)
-	l.last.Store(info.last)
-	l.first.Store(info.first)
+	l.lastRecord.Store(info.lastRecord)
+	l.firstRecord.Store(info.firstRecord)
 	l.empty = info.empty
 	return nil
 }

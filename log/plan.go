@@ -37,8 +37,8 @@ type Plan struct {
 	keep    uint64 // with restore
 	cut     *tornTail
 
-	first, last, lastBatch uint64
-	rep                    Report
+	firstRecord, lastRecord, lastBatch uint64
+	rep                                Report
 }
 
 // PlanOpen reads the journal in dir and decides what Open would do,
@@ -56,17 +56,17 @@ func PlanOpen(dir string, opts Options) (*Plan, error) {
 	}
 	p, err := planJournal(dir, opts, nil)
 	if errors.Is(err, fs.ErrNotExist) && p.missing {
-		return &Plan{dir: dir, opts: opts, missing: true, first: 1, rep: Report{FirstIndex: 1}}, nil
+		return &Plan{dir: dir, opts: opts, missing: true, firstRecord: 1, rep: Report{FirstIndex: 1}}, nil
 	}
 	return p, err
 }
 
 // FirstIndex is the record index where the oldest batch starts once the
 // plan is carried out (LastIndex()+1 if the journal holds none).
-func (p *Plan) FirstIndex() uint64 { return p.first }
+func (p *Plan) FirstIndex() uint64 { return p.firstRecord }
 
 // LastIndex is the index of the last record once the plan is carried out.
-func (p *Plan) LastIndex() uint64 { return p.last }
+func (p *Plan) LastIndex() uint64 { return p.lastRecord }
 
 // Report describes the journal as the plan found it.
 func (p *Plan) Report() Report { return p.rep }
@@ -80,7 +80,7 @@ func (p *Plan) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil replay function", ErrInvalid)
 	}
-	if p.missing || from > p.last {
+	if p.missing || from > p.lastRecord {
 		return nil
 	}
 	cb := func(index uint64, e Entry) error {
@@ -105,7 +105,7 @@ func planJournal(dir string, opts Options, fn func(index uint64, e Entry) error)
 	}
 	clean, err := readCleanMarker(dir)
 	if err != nil {
-		return p, locate(err, opts.Partition)
+		return p, locate(err, opts.partition())
 	}
 	p.clean = clean
 	p.rep.Clean = clean != nil
@@ -115,7 +115,7 @@ func planJournal(dir string, opts Options, fn func(index uint64, e Entry) error)
 	st, err := readDirState(dir)
 	p.rep.Leftovers = st.leftovers
 	if err != nil {
-		return p, locate(err, opts.Partition)
+		return p, locate(err, opts.partition())
 	}
 	p.segs = st.segments
 	if data, err := os.ReadFile(filepath.Join(dir, ringName)); err == nil {
@@ -123,13 +123,13 @@ func planJournal(dir string, opts Options, fn func(index uint64, e Entry) error)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return p, p.errorf("%w", err)
 	}
-	if err := lapPastClean(p.lap, clean, opts.Partition); err != nil {
+	if err := lapPastClean(p.lap, clean, opts.partition()); err != nil {
 		return p, err
 	}
 	if clean == nil {
 		// After a crash, the batches of the sync ring's lap past the whole
 		// batches of the segments replace what follows them.
-		keep, restore, err := planRestore(p.segs, p.lap, opts.Partition)
+		keep, restore, err := planRestore(p.segs, p.lap, opts.partition())
 		if err != nil {
 			return p, err
 		}
@@ -141,7 +141,7 @@ func planJournal(dir string, opts Options, fn func(index uint64, e Entry) error)
 		return p, err
 	}
 	p.cut = sc.cut
-	p.first, p.last, p.lastBatch = sc.rep.FirstIndex, sc.rep.LastIndex, sc.lastBatch
+	p.firstRecord, p.lastRecord, p.lastBatch = sc.rep.FirstIndex, sc.rep.LastIndex, sc.lastBatch
 	return p, nil
 }
 
@@ -155,7 +155,7 @@ type scanned struct {
 // scan reads the journal as the plan will leave it, checking every batch
 // and its continuity, and calls fn (if not nil) for every record.
 func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
-	part := p.opts.Partition
+	part := p.opts.partition()
 	rep := Report{Clean: p.clean != nil, Leftovers: p.rep.Leftovers, Segments: len(p.segs)}
 	keep := uint64(math.MaxUint64)
 	if p.restore {
@@ -182,7 +182,7 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 		}
 		tail := i == len(p.segs)-1 || (p.restore && s.index == keep+1)
 		if s.index != next {
-			return scanned{rep: rep}, &CorruptError{Partition: part, Segment: s.name(), Index: next, Err: errSegmentGap}
+			return scanned{rep: rep}, &CorruptError{Partition: part, File: s.name(), Batch: next, Err: errSegmentGap}
 		}
 		data, err := readSegment(s.path, nil)
 		if err != nil {
@@ -208,12 +208,12 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 			cut = &tornTail{segment: s.name(), offset: res.end, dropped: len(data) - res.end, reason: errRingRestores}
 		case res.bad != nil:
 			if why := p.notTorn(tail, data, res, prevLast); why != nil {
-				return scanned{rep: rep}, &CorruptError{Partition: part, Segment: s.name(), Index: next, Offset: int64(res.end), Err: why}
+				return scanned{rep: rep}, &CorruptError{Partition: part, File: s.name(), Batch: next, Offset: int64(res.end), Err: why}
 			}
 			cut = &tornTail{segment: s.name(), offset: res.end, dropped: len(data) - res.end, reason: res.bad}
 		}
 		if res.entries == 0 && !tail {
-			return scanned{rep: rep}, &CorruptError{Partition: part, Segment: s.name(), Index: s.index, Err: errSegmentEmpty}
+			return scanned{rep: rep}, &CorruptError{Partition: part, File: s.name(), Batch: s.index, Err: errSegmentEmpty}
 		}
 	}
 	if p.restore {
@@ -241,10 +241,10 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 	if cut != nil {
 		rep.TornTailBytes, rep.TornTailSegment, rep.TornTailOffset = int64(cut.dropped), cut.segment, int64(cut.offset)
 	}
-	if c := p.clean; c != nil && (c.last != rep.LastIndex || c.lastBatch != next-1 || c.tailSize != tailSize) {
-		return scanned{rep: rep}, &CorruptError{Partition: part, Segment: cleanName, Index: rep.LastIndex,
+	if c := p.clean; c != nil && (c.lastRecord != rep.LastIndex || c.lastBatch != next-1 || c.tailSize != tailSize) {
+		return scanned{rep: rep}, &CorruptError{Partition: part, File: cleanName, Record: rep.LastIndex,
 			Err: fmt.Errorf("%w: recorded last index %d (entry %d, tail %d bytes), found %d (entry %d, tail %d bytes)",
-				errCleanDiffers, c.last, c.lastBatch, c.tailSize, rep.LastIndex, next-1, tailSize)}
+				errCleanDiffers, c.lastRecord, c.lastBatch, c.tailSize, rep.LastIndex, next-1, tailSize)}
 	}
 	return scanned{rep: rep, cut: cut, lastBatch: next - 1}, nil
 }
@@ -283,5 +283,5 @@ func torn(why error) bool {
 }
 
 func (p *Plan) errorf(format string, args ...any) error {
-	return fmt.Errorf("log: partition %d: "+format, append([]any{p.opts.Partition}, args...)...)
+	return fmt.Errorf("log: %s: "+format, append([]any{logName(p.opts.partition())}, args...)...)
 }

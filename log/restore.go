@@ -13,7 +13,7 @@ func lapPastClean(lap ringLap, clean *cleanMarker, partition int) error {
 	if clean == nil || len(lap.frames) == 0 || lap.lastBatch() <= clean.lastBatch {
 		return nil
 	}
-	return &CorruptError{Partition: partition, Segment: ringName, Index: clean.lastBatch + 1, Err: errCleanDiffers}
+	return &CorruptError{Partition: partition, File: ringName, Batch: clean.lastBatch + 1, Err: errCleanDiffers}
 }
 
 // planRestore decides what lap, read from the ring after a crash, adds to
@@ -34,13 +34,13 @@ func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, r
 		return 0, false, nil
 	}
 	if lap.stray >= 0 {
-		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: lap.lastBatch() + 1, Offset: lap.stray, Err: errRingStray}
+		return 0, false, &CorruptError{Partition: partition, File: ringName, Batch: lap.lastBatch() + 1, Offset: lap.stray, Err: errRingStray}
 	}
 	res, _ := scanEntries(lap.entries(lap.first), lap.first, partition, 0, 0, 0, math.MaxUint64, nil)
 	if res.bad != nil || res.entries != len(lap.frames) {
 		// Each frame passed the ring's checksum: only a writer's bug
 		// gets here.
-		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: lap.first + uint64(res.entries), Err: errRingBatch}
+		return 0, false, &CorruptError{Partition: partition, File: ringName, Batch: lap.first + uint64(res.entries), Err: errRingBatch}
 	}
 	// Past the damage, whole batches must not start past the lap's last
 	// record (nor past its last batch's first index: a batch of no
@@ -62,11 +62,11 @@ func planRestore(segs []segmentFile, lap ringLap, partition int) (keep uint64, r
 		return keep, false, nil // the segments hold the whole lap
 	}
 	if lap.first > keep+1 {
-		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1, Err: errRingGap}
+		return 0, false, &CorruptError{Partition: partition, File: ringName, Batch: keep + 1, Err: errRingGap}
 	}
 	// The batches restored must go on where the segments' records stop.
 	if res, _ := scanEntries(lap.entries(keep+1), keep+1, partition, 0, prevLast, 0, math.MaxUint64, nil); res.bad != nil {
-		return 0, false, &CorruptError{Partition: partition, Segment: ringName, Index: keep + 1 + uint64(res.entries), Err: fmt.Errorf("%w: %w", errRingBatch, res.bad)}
+		return 0, false, &CorruptError{Partition: partition, File: ringName, Batch: keep + 1 + uint64(res.entries), Err: fmt.Errorf("%w: %w", errRingBatch, res.bad)}
 	}
 	return keep, true, nil
 }
@@ -87,7 +87,7 @@ func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) 
 	for k, s := range segs[i:] {
 		last := i+k == len(segs)-1
 		if s.index != next {
-			return 0, 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Err: errSegmentGap}
+			return 0, 0, &CorruptError{Partition: partition, File: s.name(), Batch: next, Err: errSegmentGap}
 		}
 		data, err := readSegment(s.path, nil)
 		if err != nil {
@@ -106,7 +106,7 @@ func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) 
 		}
 		if !last || next < lap.first {
 			// Synced: not torn.
-			return 0, 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(res.end), Err: res.bad}
+			return 0, 0, &CorruptError{Partition: partition, File: s.name(), Batch: next, Offset: int64(res.end), Err: res.bad}
 		}
 		// The batch in flight after the lap may have reached the segment
 		// whole, after pages that did not.
@@ -114,7 +114,7 @@ func wholeBatches(segs []segmentFile, lap ringLap, after uint64, partition int) 
 		for q := findFrame(data, res.end+1, after); q >= 0; q = findFrame(data, q+1, after) {
 			last := frameLast(data, q)
 			if !inflight || last < 0 {
-				return 0, 0, &CorruptError{Partition: partition, Segment: s.name(), Index: next, Offset: int64(q), Err: errPastRing}
+				return 0, 0, &CorruptError{Partition: partition, File: s.name(), Batch: next, Offset: int64(q), Err: errPastRing}
 			}
 			inflight, after = false, uint64(last)
 		}
@@ -134,7 +134,7 @@ func sameAsLap(data []byte, s segmentFile, lap ringLap, partition int) error {
 			continue
 		}
 		if !bytes.Equal(frame, lap.frames[index-lap.first]) {
-			return &CorruptError{Partition: partition, Segment: ringName, Index: index, Err: errRingDiffers}
+			return &CorruptError{Partition: partition, File: ringName, Batch: index, Err: errRingDiffers}
 		}
 	}
 	return nil

@@ -107,7 +107,7 @@ func TestRingRestoresWhatTheSegmentLost(t *testing.T) {
 			from, to := tt.damage(st)
 			st.damageTail(t, from, to)
 			var inspected []record
-			rep, err := Inspect(st.dir, testPartition, collect(&inspected))
+			rep, err := Inspect(st.dir, -1, collect(&inspected))
 			if err != nil || rep.LastIndex != st.want[len(st.want)-1].Index {
 				t.Fatalf("Inspect = %+v, %v", rep, err)
 			}
@@ -178,11 +178,11 @@ func TestRingRefusesWhatItCannotExplain(t *testing.T) {
 func checkCorrupt(t *testing.T, dir string, opts Options, file string, why error) {
 	t.Helper()
 	before := mustReadFile(t, filepath.Join(dir, ringName))
-	_, ierr := Inspect(dir, testPartition, nil)
+	_, ierr := Inspect(dir, -1, nil)
 	_, oerr := Open(dir, opts)
 	for _, err := range []error{ierr, oerr} {
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Segment != file || !errors.Is(err, why) {
+		if !errors.As(err, &ce) || ce.File != file || !errors.Is(err, why) {
 			t.Fatalf("Inspect: %v; Open: %v; want a CorruptError in %s: %v", ierr, oerr, file, why)
 		}
 	}

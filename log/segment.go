@@ -100,6 +100,9 @@ func scanEntries(data []byte, start uint64, partition int, tag uint64, prevLast,
 		if err != nil {
 			return stop(err)
 		}
+		if f.version == frameRecord && partition < 0 {
+			return stop(errFrameVersion) // the journal holds batches only
+		}
 		first, count, spanErr := frameSpan(f, index)
 		if spanErr != nil {
 			return stop(spanErr)
@@ -233,7 +236,7 @@ func segmentFirstIndex(seg segmentFile) (uint64, error) {
 	}
 	_, w := binary.Uvarint(b[:n])
 	if w <= 0 || n < w+frameHeader {
-		return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errEntryLength}
+		return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errEntryLength}
 	}
 	switch b[w] {
 	case frameRecord:
@@ -244,13 +247,13 @@ func segmentFirstIndex(seg segmentFile) (uint64, error) {
 			at += batchTagSize
 		}
 		if at >= n {
-			return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errBatchBody}
+			return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errBatchBody}
 		}
 		first, m := binary.Uvarint(b[at:n])
 		if m <= 0 || first == 0 {
-			return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errBatchBody}
+			return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errBatchBody}
 		}
 		return first, nil
 	}
-	return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errFrameVersion}
+	return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errFrameVersion}
 }

@@ -380,7 +380,7 @@ func (l *Snapshots) Read(index uint64, fn func(typ byte, payload []byte) error) 
 		return l.checkOwner(name, index, owner)
 	}, fn)
 	if err == nil && covers != index {
-		return &CorruptError{Partition: l.partition, Segment: name, Index: covers, Err: errSnapHeader}
+		return &CorruptError{Partition: l.partition, File: name, Record: covers, Err: errSnapHeader}
 	}
 	return err
 }
@@ -397,7 +397,7 @@ func (l *Snapshots) CheckOwner(index uint64) error {
 	defer f.Close()
 	covers, owner, _, err := readSnapHeader(bufio.NewReader(f))
 	if err != nil || covers != index {
-		return &CorruptError{Partition: l.partition, Segment: name, Index: covers, Err: errSnapHeader}
+		return &CorruptError{Partition: l.partition, File: name, Record: covers, Err: errSnapHeader}
 	}
 	return l.checkOwner(name, index, owner)
 }
@@ -408,7 +408,7 @@ func (l *Snapshots) checkOwner(name string, index uint64, owner *SnapshotOwner) 
 	if l.owner == nil || owner == nil || *owner == *l.owner {
 		return nil
 	}
-	return &CorruptError{Partition: l.partition, Segment: name, Index: index,
+	return &CorruptError{Partition: l.partition, File: name, Record: index,
 		Err: fmt.Errorf("%w (%w): its header names %v, this is %v", errSnapOwner, ErrSnapshotOwner, *owner, *l.owner)}
 }
 
@@ -441,7 +441,7 @@ func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error)
 func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
 	name := filepath.Base(path)
 	bad := func(index uint64, off int64, why error) error {
-		return &CorruptError{Partition: partition, Segment: name, Index: index, Offset: off, Err: why}
+		return &CorruptError{Partition: partition, File: name, Record: index, Offset: off, Err: why}
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -105,7 +105,7 @@ func TestSnapshotDamage(t *testing.T) {
 		}
 		_, err := readAll(l, 5)
 		var ce *CorruptError
-		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Segment != snapshotName(5) || ce.Partition != testPartition {
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.File != snapshotName(5) || ce.Partition != testPartition {
 			t.Fatalf("%s: err = %v, want a CorruptError naming %s", what, err, snapshotName(5))
 		}
 	}
@@ -163,7 +163,7 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	if lg.LastIndex() != 3 {
 		t.Fatalf("LastIndex = %d after reopen beside a snapshot", lg.LastIndex())
 	}
-	rep, err := Inspect(dir, testPartition, nil)
+	rep, err := Inspect(dir, -1, nil)
 	if err != nil || rep.Records != 3 {
 		t.Fatalf("Inspect beside a snapshot = %+v %v", rep, err)
 	}
@@ -301,7 +301,7 @@ func TestSnapshotOwner(t *testing.T) {
 		called := false
 		err = o.Read(42, func(byte, []byte) error { called = true; return nil })
 		var ce *CorruptError
-		if !errors.Is(err, ErrSnapshotOwner) || !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Segment != snapshotName(42) || called {
+		if !errors.Is(err, ErrSnapshotOwner) || !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.File != snapshotName(42) || called {
 			t.Fatalf("Read as %v = %v (records seen: %v); want ErrSnapshotOwner naming %s", other, err, called, snapshotName(42))
 		}
 	}

@@ -33,10 +33,10 @@ func (l *Log) TruncateFront(index uint64) error {
 		// Recovery is the owner's, on its next Append.
 		return l.errorf("truncate front refused: the log is poisoned until the next append recovers it")
 	}
-	if index == 0 || index > l.last.Load()+1 {
-		return fmt.Errorf("%w: truncate front to %d, past the next index %d", ErrInvalid, index, l.last.Load()+1)
+	if index == 0 || index > l.lastRecord.Load()+1 {
+		return fmt.Errorf("%w: truncate front to %d, past the next index %d", ErrInvalid, index, l.lastRecord.Load()+1)
 	}
-	if index <= l.first.Load() {
+	if index <= l.firstRecord.Load() {
 		return nil // nothing before it is held
 	}
 	st, err := readDirState(l.dir)
@@ -64,12 +64,12 @@ func (l *Log) TruncateFront(index uint64) error {
 	for i, s := range segs[:n] {
 		if err := os.Remove(s.path); err != nil {
 			if i > 0 {
-				l.first.Store(firsts[i-1]) // segs[:i] are gone
+				l.firstRecord.Store(firsts[i-1]) // segs[:i] are gone
 			}
 			return l.errorf("truncate front to %d: remove segment %d of %d: %w", index, i+1, n, err)
 		}
 	}
-	l.first.Store(firsts[n-1])
+	l.firstRecord.Store(firsts[n-1])
 	if err := SyncDir(l.dir); err != nil {
 		return l.errorf("truncate front to %d: sync directory: %w", index, err)
 	}

@@ -166,7 +166,7 @@ func readDirState(dir string) (dirState, error) {
 		st.segments = append(st.segments, segmentFile{index: index, path: path})
 	}
 	if start != -1 && end != -1 {
-		return st, &CorruptError{Segment: st.segments[start].name(), Index: st.segments[start].index, Err: errTruncation}
+		return st, &CorruptError{File: st.segments[start].name(), Batch: st.segments[start].index, Err: errTruncation}
 	}
 	if start != -1 {
 		// TruncateFront crashed: the START file is the new first segment.

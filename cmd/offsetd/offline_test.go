@@ -149,7 +149,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}
 	ring.Close()
 	out = mustRun(t, 1, nil, "verify", data)
-	for _, want := range []string{"DAMAGED", "00000000000000000001", "index 1", "offsetd refuses to open this directory, and changes nothing in it"} {
+	for _, want := range []string{"DAMAGED", "00000000000000000001", "batch 1", "offsetd refuses to open this directory, and changes nothing in it"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("verify of a damaged segment lacks %q:\n%s", want, out)
 		}
