@@ -2,16 +2,15 @@ package coordinator
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/offsetd/offsetd/internal/dirhash"
 	"github.com/offsetd/offsetd/log"
 )
 
@@ -111,32 +110,14 @@ func newestSnapshot(t *testing.T, dir string, i int) string {
 	return log.SnapshotPath(SnapshotDir(dir, i), list[0])
 }
 
-// hashTree describes every file and directory under dir, with the SHA-256
-// of each file's bytes: two calls agree only if no byte, name or
-// directory changed between them.
-func hashTree(t *testing.T, dir string) string {
+// hashTree describes every file and directory under dir (dirhash.Tree).
+func hashTree(t testing.TB, dir string) string {
 	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			fmt.Fprintf(&b, "%s/\n", rel)
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s %x\n", rel, sha256.Sum256(data))
-		return nil
-	})
+	h, err := dirhash.Tree(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
+	return h
 }
 
 func copyFile(t *testing.T, from, to string) {

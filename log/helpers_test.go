@@ -3,7 +3,6 @@ package log
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/offsetd/offsetd/internal/dirhash"
 )
 
 const testPartition = 7
@@ -266,30 +266,12 @@ func copyDir(t testing.TB, from, to string) {
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// hashDir describes every file under dir, its path, mode and the SHA-256
-// of its bytes, one per line: two calls agree only if no byte, name or
-// directory changed between them.
+// hashDir describes every file and directory under dir (dirhash.Tree).
 func hashDir(t testing.TB, dir string) string {
 	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			fmt.Fprintf(&b, "%s/\n", rel)
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s %x\n", rel, sha256.Sum256(data))
-		return nil
-	})
+	h, err := dirhash.Tree(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
+	return h
 }
