@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -139,6 +140,9 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := journalMissing(dir, opts.Partitions); err != nil {
+		return nil, err
+	}
 	for i := range opts.Partitions {
 		snaps, err := log.NewSnapshots(SnapshotDir(dir, i), snapshotOwner(m, i))
 		if err != nil {
@@ -150,6 +154,22 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 		c.parts = append(c.parts, p)
 	}
 	return c, nil
+}
+
+// journalMissing returns an error if dir has snapshots but no journal:
+// they cover records a journal held, and an empty journal in its place
+// would take them for ones a crash left ahead and remove them.
+func journalMissing(dir string, partitions int) error {
+	if _, err := os.Stat(JournalDir(dir)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for i := range partitions {
+		if list, _ := log.ListSnapshots(SnapshotDir(dir, i)); len(list) > 0 {
+			return fmt.Errorf("%w: %s holds snapshots (%s) but no journal %s",
+				ErrCorrupt, dir, log.SnapshotPath(SnapshotDir(dir, i), list[0]), JournalDir(dir))
+		}
+	}
+	return nil
 }
 
 // snapshotOwner is what the snapshots of partition i of the data

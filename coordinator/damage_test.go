@@ -229,6 +229,12 @@ func TestDamageMatrix(t *testing.T) {
 			}
 			return log.SnapshotPath(SnapshotDir(dir, 3), list[len(list)-1])
 		}},
+		{name: "journal removed", do: func(t *testing.T, dir string) string {
+			if err := os.RemoveAll(JournalDir(dir)); err != nil {
+				t.Fatal(err)
+			}
+			return "no journal"
+		}},
 		{name: "meta file removed", do: func(t *testing.T, dir string) string {
 			if err := os.Remove(filepath.Join(dir, metaFile)); err != nil {
 				t.Fatal(err)
