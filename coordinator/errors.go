@@ -42,7 +42,7 @@ var (
 	// ErrNotDataDir reports a directory that holds files but is no offsetd
 	// data directory (no meta file, journal or snapshots): Open refuses to
 	// write into it.
-	ErrNotDataDir = errors.New("coordinator: not a data directory")
+	ErrNotDataDir = errors.New("coordinator: not an offsetd data directory")
 	// errFormat1 reports a directory of format 1 to Check, which does not
 	// convert it.
 	errFormat1 = fmt.Errorf("%w: format 1", ErrFormat)

@@ -213,7 +213,7 @@ func missingMeta(dir string, data []string) error {
 		}
 	}
 	if ours == 0 {
-		return fmt.Errorf("%w: %s is not an offsetd data directory: it has no %s, journal or snapshots (it holds %s)",
+		return fmt.Errorf("%w: %s has no %s, journal or snapshots (it holds %s)",
 			ErrNotDataDir, dir, metaFile, plural(len(data), "other entry", "other entries"))
 	}
 	return fmt.Errorf("%w: meta file %s is missing but the directory holds offsetd data: its partition count is unknown",

@@ -30,6 +30,9 @@ func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, coo
 		return "", coordinator.Layout{}, err
 	}
 	layout, err := coordinator.ReadLayout(dir)
+	if errors.Is(err, coordinator.ErrNotDataDir) {
+		return "", coordinator.Layout{}, err
+	}
 	if err != nil {
 		return "", coordinator.Layout{}, fmt.Errorf("%s is not a readable offsetd data directory: %w", dir, err)
 	}
@@ -156,14 +159,29 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	damagedSnaps := 0
+	none := -1 // the first of a run of partitions without snapshots
+	endRun := func(i int) {
+		switch {
+		case none < 0:
+		case none == i-1:
+			fmt.Fprintf(out, "partition %d: no snapshots\n", none)
+		default:
+			fmt.Fprintf(out, "partitions %d-%d: no snapshots\n", none, i-1)
+		}
+		none = -1
+	}
 	for i, sdir := range layout.Snapshots {
 		if list, err := log.ListSnapshots(sdir); err == nil && len(list) == 0 || errors.Is(err, iofs.ErrNotExist) {
-			fmt.Fprintf(out, "partition %d: no snapshots\n", i)
+			if none < 0 {
+				none = i
+			}
 			continue
 		}
+		endRun(i)
 		fmt.Fprintf(out, "partition %d snapshots:\n", i)
 		damagedSnaps += verifySnapshots(out, sdir)
 	}
+	endRun(len(layout.Snapshots))
 	if metaErr != nil || layout.Format != 2 || replicated {
 		// No plan to run: serve refuses a damaged meta file, converts a
 		// directory of format 1 before it plans, and a cluster node's

@@ -384,7 +384,7 @@ func TestVerifyNotADataDirectory(t *testing.T) {
 	for _, cmd := range []string{"verify", "dump"} {
 		code, out, errs := runCmd(t, nil, cmd, dir)
 		all := out + errs
-		if code == 0 || !strings.Contains(all, "is not an offsetd data directory") || strings.Contains(all, "notes.txt") || strings.Contains(all, "restore") {
+		if code == 0 || !strings.Contains(all, "not an offsetd data directory") || strings.Contains(all, "notes.txt") || strings.Contains(all, "restore") {
 			t.Fatalf("offsetd %s of a directory of other files: exit %d:\n%s", cmd, code, all)
 		}
 	}
