@@ -93,11 +93,13 @@
 //
 //	header:  | "OFFSNAP" | 2 | index u64 | partition u32 | partitions u32 |
 //	         | len(hash) u8 | hash | len(dir) u8 | dir | crc32c of the bytes before |  (LE)
-//	         the owner (SnapshotOwner): Read refuses a snapshot of another
-//	or, read only, a header that names no owner:
-//	header:  | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |  (LE)
 //	entries: | uvarint(len(frame)) | frame | ...
 //	footer:  | uvarint 0 | count u64 | crc32c of count |  (LE)
+//
+// The header names the snapshot's owner (SnapshotOwner: the partition, the
+// partition count, the hash, the data directory's identifier), and Read
+// refuses a snapshot of another. Version 1 of the header, still read,
+// names none: | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |.
 //
 // What the records of a snapshot hold is the coordinator's business: since
 // the compact format, a record of a group's offsets writes each group and

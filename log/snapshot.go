@@ -33,13 +33,9 @@ const (
 	snapTemp    = ".tmp"
 	snapMagic   = "OFFSNAP"
 	snapVersion = 1 // a header naming no owner, read only
-	// snapOwned is the version of a header that names its owner: the
-	// version 1 header but its checksum, then | partition u32 |
-	// partitions u32 | len(hash) u8 | hash | len(dir) u8 | dir | crc32c
-	// of everything before |, all LE.
-	snapOwned  = 2
-	snapHeader = len(snapMagic) + 1 + 8 + 4
-	snapFooter = 8 + 4
+	snapOwned   = 2 // a header naming its owner
+	snapHeader  = len(snapMagic) + 1 + 8 + 4
+	snapFooter  = 8 + 4
 	// snapSyncEvery bounds the dirty bytes of a snapshot being written:
 	// syncing as it goes keeps one huge write-back from holding up the
 	// log's own fsyncs.
