@@ -32,6 +32,7 @@ type Plan struct {
 	cleanTmp bool // a Close that crashed left CLEAN.tmp, which Open removes
 	lap      ringLap
 	segs     []segmentFile // as they will be once a truncation is finished, at their current paths
+	firsts   []uint64      // the first record index of each segment read; 0 for one with none
 
 	restore bool   // after a crash: cut back to wal index keep, append the lap's batches after it
 	keep    uint64 // with restore
@@ -83,13 +84,14 @@ func (p *Plan) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 	if p.missing || from > p.lastRecord {
 		return nil
 	}
-	cb := func(index uint64, e Entry) error {
-		if index < from {
-			return nil
+	// Start at the last segment whose first record is at or before from.
+	skip := 0
+	for i, first := range p.firsts {
+		if first != 0 && first <= from {
+			skip = i
 		}
-		return fn(index, e)
 	}
-	_, err := p.scan(cb)
+	_, err := p.scanFrom(skip, from, fn)
 	return err
 }
 
@@ -140,7 +142,7 @@ func planJournal(dir string, opts Options, fn func(index uint64, e Entry) error)
 	if err != nil {
 		return p, err
 	}
-	p.cut = sc.cut
+	p.cut, p.firsts = sc.cut, sc.firsts
 	p.firstRecord, p.lastRecord, p.lastBatch = sc.rep.FirstIndex, sc.rep.LastIndex, sc.lastBatch
 	return p, nil
 }
@@ -150,11 +152,19 @@ type scanned struct {
 	rep       Report
 	cut       *tornTail // what Open cuts, if anything
 	lastBatch uint64    // wal index of the last batch kept
+	firsts    []uint64  // the first record index of each segment read; 0 for one with none
 }
 
 // scan reads the journal as the plan will leave it, checking every batch
 // and its continuity, and calls fn (if not nil) for every record.
 func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
+	return p.scanFrom(0, 0, fn)
+}
+
+// scanFrom is scan from segment skip on (Replay's, once the plan's own
+// scan has checked the segments before it), handing fn the records from
+// index from on.
+func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) error) (scanned, error) {
 	part := p.opts.partition()
 	rep := Report{Clean: p.clean != nil, Leftovers: p.rep.Leftovers, Segments: len(p.segs)}
 	keep := uint64(math.MaxUint64)
@@ -170,12 +180,16 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 	}
 	next := uint64(1)
 	if len(p.segs) > 0 {
-		next = p.segs[0].index
+		next = p.segs[skip].index
 	}
 	var prevLast uint64
 	var tailSize int64 // of the last segment kept
 	var cut *tornTail
+	var firsts []uint64
 	for i, s := range p.segs {
+		if i < skip {
+			continue
+		}
 		if p.restore && s.index > keep+1 {
 			rep.Segments = i // Open removes the rest before it restores the ring's batches
 			break
@@ -189,7 +203,8 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 			return scanned{rep: rep}, locate(err, part)
 		}
 		rep.Bytes += int64(len(data))
-		res, err := scanEntries(data, s.index, part, p.opts.journalTag(), prevLast, 0, keep, count)
+		res, err := scanEntries(data, s.index, part, p.opts.journalTag(), prevLast, from, keep, count)
+		firsts = append(firsts, res.first)
 		rep.Batches += res.entries
 		next += uint64(res.entries)
 		if res.first != 0 && rep.FirstIndex == 0 {
@@ -217,7 +232,7 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 		}
 	}
 	if p.restore {
-		res, err := scanEntries(p.lap.entries(keep+1), keep+1, part, p.opts.journalTag(), prevLast, 0, math.MaxUint64, count)
+		res, err := scanEntries(p.lap.entries(keep+1), keep+1, part, p.opts.journalTag(), prevLast, from, math.MaxUint64, count)
 		if err != nil {
 			return scanned{rep: rep}, err
 		}
@@ -246,7 +261,7 @@ func (p *Plan) scan(fn func(index uint64, e Entry) error) (scanned, error) {
 			Err: fmt.Errorf("%w: recorded last index %d (entry %d, tail %d bytes), found %d (entry %d, tail %d bytes)",
 				errCleanDiffers, c.lastRecord, c.lastBatch, c.tailSize, rep.LastIndex, next-1, tailSize)}
 	}
-	return scanned{rep: rep, cut: cut, lastBatch: next - 1}, nil
+	return scanned{rep: rep, cut: cut, lastBatch: next - 1, firsts: firsts}, nil
 }
 
 // notTorn returns why damage that stopped a scan of segment data (res)
