@@ -42,6 +42,9 @@ type Report struct {
 // inspection and is returned as is. e.Payload is valid only until fn
 // returns.
 func Inspect(dir string, partition int, fn func(index uint64, e Entry) error) (Report, error) {
+	if fn == nil {
+		fn = func(uint64, Entry) error { return nil } // every record read, and counted
+	}
 	p, err := planJournal(dir, Options{Partition: max(partition, 0), Format1: partition >= 0}, fn)
 	return p.rep, err
 }

@@ -69,7 +69,8 @@ func (p *Plan) FirstIndex() uint64 { return p.firstRecord }
 // LastIndex is the index of the last record once the plan is carried out.
 func (p *Plan) LastIndex() uint64 { return p.lastRecord }
 
-// Report describes the journal as the plan found it.
+// Report describes the journal as the plan found it; PlanOpen reads the
+// batches' headers only, so Records is 0 (Inspect counts them).
 func (p *Plan) Report() Report { return p.rep }
 
 // Replay calls fn for every record the journal holds once the plan is
@@ -173,11 +174,23 @@ func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) er
 	}
 	count := func(index uint64, e Entry) error {
 		rep.Records++
-		if fn != nil {
-			return fn(index, e)
-		}
-		return nil
+		return fn(index, e)
 	}
+	// scanSeg scans one segment's bytes: all of each batch for fn, the
+	// batches' headers only without one (Open's plan, whose Replay reads
+	// the records before anything is written), but for the last segment,
+	// whose end Open repairs by what the plan found there.
+	scanSeg := func(data []byte, start, prevLast, through uint64, tail bool) (scanResult, error) {
+		if fn == nil && !tail {
+			return scanHeaders(data, start, part, p.opts.journalTag(), prevLast, through), nil
+		}
+		cb := count
+		if fn == nil {
+			cb = nil
+		}
+		return scanEntries(data, start, part, p.opts.journalTag(), prevLast, from, through, cb)
+	}
+	var buf []byte // reused without fn, whose records alias nothing
 	next := uint64(1)
 	if len(p.segs) > 0 {
 		next = p.segs[skip].index
@@ -198,12 +211,15 @@ func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) er
 		if s.index != next {
 			return scanned{rep: rep}, &CorruptError{Partition: part, File: s.name(), Batch: next, Err: errSegmentGap}
 		}
-		data, err := readSegment(s.path, nil)
+		data, err := readSegment(s.path, buf)
 		if err != nil {
 			return scanned{rep: rep}, locate(err, part)
 		}
+		if fn == nil {
+			buf = data
+		}
 		rep.Bytes += int64(len(data))
-		res, err := scanEntries(data, s.index, part, p.opts.journalTag(), prevLast, from, keep, count)
+		res, err := scanSeg(data, s.index, prevLast, keep, tail)
 		firsts = append(firsts, res.first)
 		rep.Batches += res.entries
 		next += uint64(res.entries)
@@ -232,7 +248,7 @@ func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) er
 		}
 	}
 	if p.restore {
-		res, err := scanEntries(p.lap.entries(keep+1), keep+1, part, p.opts.journalTag(), prevLast, from, math.MaxUint64, count)
+		res, err := scanSeg(p.lap.entries(keep+1), keep+1, prevLast, math.MaxUint64, true)
 		if err != nil {
 			return scanned{rep: rep}, err
 		}

@@ -65,6 +65,19 @@ type scanResult struct {
 // format-1 frame is one record of the given partition. An error from fn
 // stops the scan and is returned as is.
 func scanEntries(data []byte, start uint64, partition int, tag uint64, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
+	return scan(data, start, partition, tag, prevLast, from, through, fn, false)
+}
+
+// scanHeaders is scanEntries without fn that reads each batch's header
+// only: every checksum, tag and index is checked, but not that a batch's
+// records fill it (which only a writer's bug breaks, and Replay finds). It
+// is Open's plan's, which Replay follows before anything is written.
+func scanHeaders(data []byte, start uint64, partition int, tag uint64, prevLast, through uint64) scanResult {
+	res, _ := scan(data, start, partition, tag, prevLast, 0, through, nil, true)
+	return res
+}
+
+func scan(data []byte, start uint64, partition int, tag uint64, prevLast, from, through uint64, fn func(index uint64, e Entry) error, headersOnly bool) (scanResult, error) {
 	res := scanResult{}
 	pos, index := 0, start
 	last := prevLast
@@ -120,7 +133,10 @@ func scanEntries(data []byte, start uint64, partition int, tag uint64, prevLast,
 			// moves the next index on.
 			return stop(errIndexGap)
 		}
-		lo, hi, err := frameRecords(f, index, partition, cb)
+		lo, hi := first, first+count-1
+		if !headersOnly {
+			lo, hi, err = frameRecords(f, index, partition, cb)
+		}
 		if err != nil {
 			if isCorruption(err) && lo == 0 {
 				return stop(err)
