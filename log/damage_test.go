@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -467,4 +468,54 @@ func TestForeignJournal(t *testing.T) {
 	l = mustOpen(t, old, opts)
 	checkRecords(t, "a journal tagged half way", replayAll(t, l, 1), want)
 	mustClose(t, l)
+}
+
+// TestWholeFrameAtTheEndIsNotTorn: after a crash, a whole batch at the end
+// of the last segment whose checksum passes but which does not continue
+// the journal (an older batch again, or one that skips indexes) was
+// written so: Open refuses it, naming the segment and batch, and cuts
+// nothing; only bytes that fail to read are a torn end.
+func TestWholeFrameAtTheEndIsNotTorn(t *testing.T) {
+	opts := testOptions(t, 1<<20)
+	base := t.TempDir()
+	l := mustOpen(t, base, opts)
+	for i := range 5 {
+		mustAppendBatch(t, l, testEntries(i*2, 2))
+	}
+	mustClose(t, l)
+	crash(t, base)
+	seg := segmentFiles(t, base)[0]
+	data := mustReadFile(t, seg.path)
+	first, _ := scanEntries(data, 1, -1, 0, 0, 0, 1, nil)   // the first batch's bytes: data[:first.end]
+	skip := appendBatchFrame(nil, 0, 20, testEntries(0, 1)) // records from 20, where 11 comes next
+	for _, tc := range []struct {
+		name  string
+		frame []byte // a whole wal entry
+		why   error
+	}{
+		{"the first batch again", data[:first.end], errIndexOrder},
+		{"a batch that skips indexes", append(binary.AppendUvarint(nil, uint64(len(skip))), skip...), errIndexGap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frame := tc.frame
+			dir := t.TempDir()
+			copyDir(t, base, dir)
+			path := segmentFiles(t, dir)[0].path
+			if err := os.WriteFile(path, append(mustReadFile(t, path), frame...), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			before := hashDir(t, dir)
+			_, err := Open(dir, opts)
+			var ce *CorruptError
+			if !errors.Is(err, tc.why) || !errors.As(err, &ce) || ce.File != seg.name() || ce.Batch != 6 {
+				t.Fatalf("Open = %v; want %q naming segment %s, batch 6", err, tc.why, seg.name())
+			}
+			if hashDir(t, dir) != before {
+				t.Fatal("the refused Open changed the directory")
+			}
+			if _, err := Inspect(dir, -1, nil); !errors.Is(err, tc.why) {
+				t.Fatalf("Inspect = %v; want %q", err, tc.why)
+			}
+		})
+	}
 }
