@@ -1,0 +1,472 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// openConns is how many connections s is serving.
+func (s *Server) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// waitFor polls cond until it holds; the deadline only bounds a broken
+// server.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// readUntilClosed reads and discards until the server closes conn. The
+// guard deadline only bounds a broken server.
+func readUntilClosed(conn net.Conn) error {
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, err := io.Copy(io.Discard, conn)
+	if err == nil || isReset(err) {
+		return nil
+	}
+	return err
+}
+
+// liveHeap is the heap in use after a full collection (two: the second
+// frees what sync.Pools kept through the first).
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// commitAndFetch commits offset for group through adm and reads it back.
+func commitAndFetch(t *testing.T, adm *kadm.Client, group string, offset int64) {
+	t.Helper()
+	ctx := testContext(t)
+	var os kadm.Offsets
+	os.AddOffset("orders", 0, offset, -1)
+	if err := adm.CommitAllOffsets(ctx, group, os); err != nil {
+		t.Fatalf("commit %d: %v", offset, err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if o, ok := fetched.Lookup("orders", 0); !ok || o.At != offset {
+		t.Fatalf("fetched %+v, want offset %d", o, offset)
+	}
+}
+
+// halfFrame is the start of a frame of size bytes of which sent arrive.
+func halfFrame(size, sent int) []byte {
+	b := make([]byte, 4+sent)
+	binary.BigEndian.PutUint32(b, uint32(size))
+	return b
+}
+
+// TestDeadlines holds connections that stall at each point of a request:
+// each is closed by the idle or the frame deadline, not before it, and a
+// Kafka client is served meanwhile.
+func TestDeadlines(t *testing.T) {
+	c := openCoordinator(t, t.TempDir())
+	const idle, rest = 300 * time.Millisecond, 200 * time.Millisecond
+	s, addr := startServer(t, newHandler(t, c, testHandlerOptions()), ServerOptions{IdleTimeout: idle, FrameTimeout: rest})
+	adm := newAdmin(t, addr)
+	commitAndFetch(t, adm, "deadlines", 1)
+
+	answered := frameOf(kmsg.NewPtrApiVersionsRequest(), 3)
+	cases := []struct {
+		name string
+		send []byte
+		// least is how long the server must keep the connection: the
+		// deadline that closes it. The frame deadline starts after the
+		// idle one when a size arrives late, so a frame's least is its
+		// own deadline alone.
+		least time.Duration
+	}{
+		{"silent", nil, idle},
+		{"two bytes of a size", []byte{0, 0}, idle},
+		{"a size alone", halfFrame(1<<20, 0), rest},
+		{"half of a large frame", halfFrame(1<<20, 512<<10), rest},
+		{"most of a small frame", halfFrame(100, 90), rest},
+		{"a request, then silent", answered, idle},
+	}
+	// The cases run at once, each on its connection; the server closes
+	// each by itself.
+	errs := make([]chan error, len(cases))
+	for i, tc := range cases {
+		start := time.Now() // the server's deadline starts after this
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		errs[i] = make(chan error, 1)
+		go func() {
+			if _, err := conn.Write(tc.send); err != nil {
+				errs[i] <- fmt.Errorf("write: %w", err)
+				return
+			}
+			if err := readUntilClosed(conn); err != nil {
+				errs[i] <- fmt.Errorf("not closed: %w", err)
+				return
+			}
+			if took := time.Since(start); took < tc.least {
+				errs[i] <- fmt.Errorf("closed after %s, before its deadline %s", took, tc.least)
+				return
+			}
+			errs[i] <- nil
+		}()
+	}
+	for i, tc := range cases {
+		if err := <-errs[i]; err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	// The Kafka client's own connections are idle too, and reconnect.
+	commitAndFetch(t, adm, "deadlines", 2)
+	waitFor(t, "the budget back", func() bool { taken, _ := s.budget.state(); return taken == 0 })
+}
+
+// TestStalledFramesMemory opens 300 connections that each send most of a
+// 1 MiB frame and stall, as in a slow-client attack, while a Kafka client
+// keeps committing; then the clients go. Twice: the server's heap stays
+// within the queued-bytes budget while they are held, and each time
+// returns to within 20% of where it was before them.
+func TestStalledFramesMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds about 300 MiB of socket buffers")
+	}
+	const (
+		conns  = 300
+		frame  = 1 << 20
+		sent   = frame - 64<<10
+		budget = 64 << 20
+	)
+	c := openCoordinator(t, t.TempDir())
+	s, addr := startServer(t, newHandler(t, c, testHandlerOptions()), ServerOptions{
+		MaxFrameBytes: frame, MaxQueuedBytes: budget, FrameTimeout: time.Minute, IdleTimeout: time.Minute,
+	})
+	adm := newAdmin(t, addr)
+	commitAndFetch(t, adm, "memory", 1)
+	clientConns := s.openConns()
+	stall := halfFrame(frame, sent)
+	// Go keeps the descriptor of every goroutine that ever ran, to reuse
+	// it (runtime.malg); a round runs two per connection (the server's
+	// and the client's writer). Running as many first puts them in the
+	// level before, so that what is measured is what the server holds.
+	var warm sync.WaitGroup
+	for range 2 * conns {
+		warm.Add(1)
+		go warm.Done()
+	}
+	warm.Wait()
+	before := liveHeap()
+
+	offset := int64(2)
+	for round := 1; round <= 2; round++ {
+		clients := make([]net.Conn, conns)
+		var writers sync.WaitGroup
+		closeAll := func() {
+			for _, conn := range clients {
+				if conn != nil {
+					conn.Close()
+				}
+			}
+			writers.Wait()
+		}
+		for i := range clients {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				closeAll()
+				t.Fatal(err)
+			}
+			clients[i] = conn
+			writers.Add(1)
+			go func() {
+				defer writers.Done()
+				conn.Write(stall) // blocks while the server does not read; fails once closed
+			}()
+		}
+		waitFor(t, "the queued-bytes budget taken", func() bool {
+			taken, waiting := s.budget.state()
+			return taken > budget-frame && waiting > 0 && s.openConns() == clientConns+conns
+		})
+		held := liveHeap()
+		commitAndFetch(t, adm, "memory", offset)
+		offset++
+		_, waiting := s.budget.state()
+		closeAll()
+		clients = nil // the client side of the connections is garbage too
+		// Every connection's bytes are held: those in the budget, and
+		// each connection's read buffer, goroutine and state (a
+		// generous 64 KiB).
+		if held < before+budget/2 || held > before+budget+conns*64<<10 {
+			t.Fatalf("round %d: heap %s while the frames stall, from %s: want the %s budget, and at most %s above it",
+				round, mib(held), mib(before), mib(budget), mib(conns*64<<10))
+		}
+		if waiting == 0 {
+			t.Fatalf("round %d: the stalled frames were let go before the Kafka client's requests were answered", round)
+		}
+
+		waitFor(t, "the stalled connections gone", func() bool {
+			taken, waiting := s.budget.state()
+			return taken == 0 && waiting == 0 && s.openConns() <= clientConns
+		})
+		after := liveHeap()
+		t.Logf("round %d: heap %s before, %s with %d frames of %d of %d bytes stalled (budget %s), %s after they closed",
+			round, mib(before), mib(held), conns, sent, frame, mib(budget), mib(after))
+		if float64(after) > 1.2*float64(before) {
+			t.Fatalf("round %d: heap %s after the stalled connections closed, more than 20%% above %s before them", round, mib(after), mib(before))
+		}
+	}
+	commitAndFetch(t, adm, "memory", offset)
+	runtime.KeepAlive(stall)
+}
+
+// metadataFrame is a Metadata request for n topics: a frame of a few KiB,
+// above smallFrameBytes.
+func metadataFrame(n int) []byte {
+	req := kmsg.NewPtrMetadataRequest()
+	for i := range n {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(fmt.Sprintf("topic-%04d", i))
+		req.Topics = append(req.Topics, t)
+	}
+	return frameOf(req, 12)
+}
+
+// TestQueuedBytesWait fills the queued-bytes budget with one stalled frame:
+// another large frame waits for memory (small ones do not), and is read and
+// answered once the stalled one's connection closes.
+func TestQueuedBytesWait(t *testing.T) {
+	const budget = 256 << 10
+	c := openCoordinator(t, t.TempDir())
+	s, addr := startServer(t, newHandler(t, c, testHandlerOptions()), ServerOptions{
+		MaxFrameBytes: budget, MaxQueuedBytes: budget, FrameTimeout: time.Minute,
+	})
+	staller, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer staller.Close()
+	if _, err := staller.Write(halfFrame(budget, 200<<10)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stalled frame to take the budget", func() bool { taken, _ := s.budget.state(); return taken == budget })
+
+	waiter, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	req := metadataFrame(1000)
+	if len(req) <= smallFrameBytes {
+		t.Fatalf("a frame of %d bytes takes no budget", len(req))
+	}
+	if _, err := waiter.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the second frame to wait for memory", func() bool { _, waiting := s.budget.state(); return waiting == 1 })
+	commitAndFetch(t, newAdmin(t, addr), "small", 1)
+
+	staller.Close()
+	waiter.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(waiter, size[:]); err != nil {
+		t.Fatalf("no answer once memory came back: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(waiter, body); err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 12
+	if err := resp.ReadFrom(body[4+1:]); err != nil { // correlation ID, header tags
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1000 {
+		t.Fatalf("answered %d topics, want 1000", len(resp.Topics))
+	}
+}
+
+// TestMaxConnections opens MaxConnections connections: the next is closed
+// at once, and once one of them has gone a new one is served.
+func TestMaxConnections(t *testing.T) {
+	const max = 3
+	c := openCoordinator(t, t.TempDir())
+	s, addr := startServer(t, newHandler(t, c, testHandlerOptions()), ServerOptions{MaxConnections: max})
+	ask := func(conn net.Conn) error {
+		if _, err := conn.Write(frameOf(kmsg.NewPtrApiVersionsRequest(), 3)); err != nil {
+			return err
+		}
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var size [4]byte
+		_, err := io.ReadFull(conn, size[:])
+		return err
+	}
+	var held []net.Conn
+	defer func() {
+		for _, conn := range held {
+			conn.Close()
+		}
+	}()
+	for range max {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+		if err := ask(conn); err != nil {
+			t.Fatalf("connection %d of %d: %v", len(held), max, err)
+		}
+	}
+	excess, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer excess.Close()
+	if err := readUntilClosed(excess); err != nil {
+		t.Fatalf("connection %d: %v, want it closed", max+1, err)
+	}
+	for _, conn := range held {
+		if err := ask(conn); err != nil {
+			t.Fatalf("a connection within the cap: %v", err)
+		}
+	}
+
+	held[0].Close()
+	held = held[1:]
+	waitFor(t, "a connection to close", func() bool { return s.openConns() < max })
+	again, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if err := ask(again); err != nil {
+		t.Fatalf("a new connection once one closed: %v", err)
+	}
+	// With room again, a Kafka client (a seed and a broker connection)
+	// is served.
+	again.Close()
+	for _, conn := range held {
+		conn.Close()
+	}
+	held = nil
+	waitFor(t, "every connection closed", func() bool { return s.openConns() == 0 })
+	commitAndFetch(t, newAdmin(t, addr), "capped", 1)
+}
+
+// syncBuffer is a bytes.Buffer for a logger shared by goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestApiVersionsNegotiationQuiet connects franz-go, which asks ApiVersions
+// at a version newer than offsetd serves: the answer is logged at debug and
+// not counted as an error; the retry at a served version is counted.
+func TestApiVersionsNegotiationQuiet(t *testing.T) {
+	c := openCoordinator(t, t.TempDir())
+	var logged syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	seen := newCounter()
+	addr := listen(t, newHandler(t, c, testHandlerOptions()), ServerOptions{Logger: logger, Observer: seen})
+	commitAndFetch(t, newAdmin(t, addr), "negotiated", 1)
+
+	seen.mu.Lock()
+	unsupported := seen.counts[[2]string{"ApiVersions", "UNSUPPORTED_VERSION"}]
+	seen.mu.Unlock()
+	if unsupported != 0 || seen.ok(int16(kmsg.ApiVersions)) == 0 {
+		t.Errorf("counted ApiVersions %d times UNSUPPORTED_VERSION and %d times NONE; want 0 and at least 1", unsupported, seen.ok(int16(kmsg.ApiVersions)))
+	}
+	out := logged.String()
+	if !strings.Contains(out, "level=DEBUG msg=\"kafka: ApiVersions newer than served") {
+		t.Errorf("no debug line for the negotiation in:\n%s", out)
+	}
+	for _, level := range []string{"level=WARN", "level=ERROR"} {
+		if strings.Contains(out, level) {
+			t.Errorf("logged %s:\n%s", level, out)
+		}
+	}
+}
+
+// BenchmarkIdleConnection measures what an open, idle connection costs the
+// server after one request: heap and goroutine stack, per connection
+// (the client's side, in the same process, adds a few hundred bytes). It
+// is what DefaultServerOptions' MaxConnections is sized by.
+func BenchmarkIdleConnection(b *testing.B) {
+	const conns = 500
+	c := openCoordinator(b, b.TempDir())
+	s, addr := startServer(b, newHandler(b, c, testHandlerOptions()), ServerOptions{})
+	request := frameOf(kmsg.NewPtrApiVersionsRequest(), 3)
+	inUse := func() uint64 {
+		liveHeap()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc + m.StackInuse
+	}
+	var total float64
+	for b.Loop() {
+		before := inUse()
+		open := make([]net.Conn, 0, conns)
+		for range conns {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			open = append(open, conn)
+			if _, err := conn.Write(request); err != nil {
+				b.Fatal(err)
+			}
+			var size [4]byte
+			if _, err := io.ReadFull(conn, size[:]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.CopyN(io.Discard, conn, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		total += float64(inUse()-before) / conns
+		for _, conn := range open {
+			conn.Close()
+		}
+		waitFor(b, "the connections closed", func() bool { return s.openConns() == 0 })
+	}
+	b.ReportMetric(total/float64(b.N), "B/conn")
+}
