@@ -15,52 +15,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offsetd/offsetd/internal/conntest"
 )
 
 // openConns is how many connections s is serving.
-func (s *Server) openConns() int {
+func (s *Server) openConns() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.conns)
+	return int64(len(s.conns))
 }
-
-// waitFor polls cond until it holds; the deadline only bounds a broken
-// server.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
-// readUntilClosed reads and discards until the server closes conn. The
-// guard deadline only bounds a broken server.
-func readUntilClosed(conn net.Conn) error {
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	_, err := io.Copy(io.Discard, conn)
-	if err == nil || isReset(err) {
-		return nil
-	}
-	return err
-}
-
-// liveHeap is the heap in use after a full collection (two: the second
-// frees what sync.Pools kept through the first).
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
-func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // commitAndFetch commits offset for group through adm and reads it back.
 func commitAndFetch(t *testing.T, adm *kadm.Client, group string, offset int64) {
@@ -130,7 +94,7 @@ func TestDeadlines(t *testing.T) {
 				errs[i] <- fmt.Errorf("write: %w", err)
 				return
 			}
-			if err := readUntilClosed(conn); err != nil {
+			if _, err := conntest.ReadUntilClosed(conn); err != nil {
 				errs[i] <- fmt.Errorf("not closed: %w", err)
 				return
 			}
@@ -148,7 +112,7 @@ func TestDeadlines(t *testing.T) {
 	}
 	// The Kafka client's own connections are idle too, and reconnect.
 	commitAndFetch(t, adm, "deadlines", 2)
-	waitFor(t, "the budget back", func() bool { taken, _ := s.budget.state(); return taken == 0 })
+	conntest.WaitFor(t, "the budget back", func() bool { taken, _ := s.budget.state(); return taken == 0 })
 }
 
 // TestStalledFramesMemory opens 300 connections that each send most of a
@@ -174,73 +138,43 @@ func TestStalledFramesMemory(t *testing.T) {
 	commitAndFetch(t, adm, "memory", 1)
 	clientConns := s.openConns()
 	stall := halfFrame(frame, sent)
-	// Go keeps the descriptor of every goroutine that ever ran, to reuse
-	// it (runtime.malg); a round runs two per connection (the server's
-	// and the client's writer). Running as many first puts them in the
-	// level before, so that what is measured is what the server holds.
-	var warm sync.WaitGroup
-	for range 2 * conns {
-		warm.Add(1)
-		go warm.Done()
-	}
-	warm.Wait()
-	before := liveHeap()
+	// A round runs two goroutines per connection: the server's and the
+	// client's writer.
+	conntest.WarmGoroutines(2 * conns)
+	before := conntest.LiveHeap()
 
 	offset := int64(2)
 	for round := 1; round <= 2; round++ {
-		clients := make([]net.Conn, conns)
-		var writers sync.WaitGroup
-		closeAll := func() {
-			for _, conn := range clients {
-				if conn != nil {
-					conn.Close()
-				}
-			}
-			writers.Wait()
-		}
-		for i := range clients {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				closeAll()
-				t.Fatal(err)
-			}
-			clients[i] = conn
-			writers.Add(1)
-			go func() {
-				defer writers.Done()
-				conn.Write(stall) // blocks while the server does not read; fails once closed
-			}()
-		}
-		waitFor(t, "the queued-bytes budget taken", func() bool {
+		closeAll := conntest.Stall(t, addr, conns, stall)
+		conntest.WaitFor(t, "the queued-bytes budget taken", func() bool {
 			taken, waiting := s.budget.state()
 			return taken > budget-frame && waiting > 0 && s.openConns() == clientConns+conns
 		})
-		held := liveHeap()
+		held := conntest.LiveHeap()
 		commitAndFetch(t, adm, "memory", offset)
 		offset++
 		_, waiting := s.budget.state()
 		closeAll()
-		clients = nil // the client side of the connections is garbage too
 		// Every connection's bytes are held: those in the budget, and
 		// each connection's read buffer, goroutine and state (a
 		// generous 64 KiB).
 		if held < before+budget/2 || held > before+budget+conns*64<<10 {
 			t.Fatalf("round %d: heap %s while the frames stall, from %s: want the %s budget, and at most %s above it",
-				round, mib(held), mib(before), mib(budget), mib(conns*64<<10))
+				round, conntest.MiB(held), conntest.MiB(before), conntest.MiB(budget), conntest.MiB(conns*64<<10))
 		}
 		if waiting == 0 {
 			t.Fatalf("round %d: the stalled frames were let go before the Kafka client's requests were answered", round)
 		}
 
-		waitFor(t, "the stalled connections gone", func() bool {
+		conntest.WaitFor(t, "the stalled connections gone", func() bool {
 			taken, waiting := s.budget.state()
 			return taken == 0 && waiting == 0 && s.openConns() <= clientConns
 		})
-		after := liveHeap()
+		after := conntest.LiveHeap()
 		t.Logf("round %d: heap %s before, %s with %d frames of %d of %d bytes stalled (budget %s), %s after they closed",
-			round, mib(before), mib(held), conns, sent, frame, mib(budget), mib(after))
+			round, conntest.MiB(before), conntest.MiB(held), conns, sent, frame, conntest.MiB(budget), conntest.MiB(after))
 		if float64(after) > 1.2*float64(before) {
-			t.Fatalf("round %d: heap %s after the stalled connections closed, more than 20%% above %s before them", round, mib(after), mib(before))
+			t.Fatalf("round %d: heap %s after the stalled connections closed, more than 20%% above %s before them", round, conntest.MiB(after), conntest.MiB(before))
 		}
 	}
 	commitAndFetch(t, adm, "memory", offset)
@@ -276,7 +210,7 @@ func TestQueuedBytesWait(t *testing.T) {
 	if _, err := staller.Write(halfFrame(budget, 200<<10)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stalled frame to take the budget", func() bool { taken, _ := s.budget.state(); return taken == budget })
+	conntest.WaitFor(t, "the stalled frame to take the budget", func() bool { taken, _ := s.budget.state(); return taken == budget })
 
 	waiter, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -290,7 +224,7 @@ func TestQueuedBytesWait(t *testing.T) {
 	if _, err := waiter.Write(req); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the second frame to wait for memory", func() bool { _, waiting := s.budget.state(); return waiting == 1 })
+	conntest.WaitFor(t, "the second frame to wait for memory", func() bool { _, waiting := s.budget.state(); return waiting == 1 })
 	commitAndFetch(t, newAdmin(t, addr), "small", 1)
 
 	staller.Close()
@@ -319,54 +253,32 @@ func TestMaxConnections(t *testing.T) {
 	const max = 3
 	c := openCoordinator(t, t.TempDir())
 	s, addr := startServer(t, newHandler(t, c, testHandlerOptions()), ServerOptions{MaxConnections: max})
-	ask := func(conn net.Conn) error {
-		if _, err := conn.Write(frameOf(kmsg.NewPtrApiVersionsRequest(), 3)); err != nil {
-			return err
-		}
-		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		var size [4]byte
-		_, err := io.ReadFull(conn, size[:])
-		return err
-	}
-	var held []net.Conn
-	defer func() {
-		for _, conn := range held {
-			conn.Close()
-		}
-	}()
-	for range max {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, conn)
-		if err := ask(conn); err != nil {
-			t.Fatalf("connection %d of %d: %v", len(held), max, err)
-		}
-	}
+	request := frameOf(kmsg.NewPtrApiVersionsRequest(), 3)
+	held := conntest.Open(t, addr, max, askApiVersions)
 	excess, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer excess.Close()
-	if err := readUntilClosed(excess); err != nil {
-		t.Fatalf("connection %d: %v, want it closed", max+1, err)
+	excess.Write(request) // may fail: closed already
+	if got, err := conntest.ReadUntilClosed(excess); err != nil || got != "" {
+		t.Fatalf("connection %d: answered %q, %v; want it closed", max+1, got, err)
 	}
 	for _, conn := range held {
-		if err := ask(conn); err != nil {
+		if err := askApiVersions(conn); err != nil {
 			t.Fatalf("a connection within the cap: %v", err)
 		}
 	}
 
 	held[0].Close()
 	held = held[1:]
-	waitFor(t, "a connection to close", func() bool { return s.openConns() < max })
+	conntest.WaitFor(t, "a connection to close", func() bool { return s.openConns() < max })
 	again, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if err := ask(again); err != nil {
+	if err := askApiVersions(again); err != nil {
 		t.Fatalf("a new connection once one closed: %v", err)
 	}
 	// With room again, a Kafka client (a seed and a broker connection)
@@ -375,8 +287,7 @@ func TestMaxConnections(t *testing.T) {
 	for _, conn := range held {
 		conn.Close()
 	}
-	held = nil
-	waitFor(t, "every connection closed", func() bool { return s.openConns() == 0 })
+	conntest.WaitFor(t, "every connection closed", func() bool { return s.openConns() == 0 })
 	commitAndFetch(t, newAdmin(t, addr), "capped", 1)
 }
 
@@ -426,47 +337,27 @@ func TestApiVersionsNegotiationQuiet(t *testing.T) {
 	}
 }
 
+// askApiVersions sends an ApiVersions request on conn and reads the whole
+// answer.
+func askApiVersions(conn net.Conn) error {
+	if _, err := conn.Write(frameOf(kmsg.NewPtrApiVersionsRequest(), 3)); err != nil {
+		return err
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return err
+	}
+	_, err := io.CopyN(io.Discard, conn, int64(binary.BigEndian.Uint32(size[:])))
+	return err
+}
+
 // BenchmarkIdleConnection measures what an open, idle connection costs the
 // server after one request: heap and goroutine stack, per connection
 // (the client's side, in the same process, adds a few hundred bytes). It
 // is what DefaultServerOptions' MaxConnections is sized by.
 func BenchmarkIdleConnection(b *testing.B) {
-	const conns = 500
 	c := openCoordinator(b, b.TempDir())
 	s, addr := startServer(b, newHandler(b, c, testHandlerOptions()), ServerOptions{})
-	request := frameOf(kmsg.NewPtrApiVersionsRequest(), 3)
-	inUse := func() uint64 {
-		liveHeap()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc + m.StackInuse
-	}
-	var total float64
-	for b.Loop() {
-		before := inUse()
-		open := make([]net.Conn, 0, conns)
-		for range conns {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			open = append(open, conn)
-			if _, err := conn.Write(request); err != nil {
-				b.Fatal(err)
-			}
-			var size [4]byte
-			if _, err := io.ReadFull(conn, size[:]); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.CopyN(io.Discard, conn, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
-				b.Fatal(err)
-			}
-		}
-		total += float64(inUse()-before) / conns
-		for _, conn := range open {
-			conn.Close()
-		}
-		waitFor(b, "the connections closed", func() bool { return s.openConns() == 0 })
-	}
-	b.ReportMetric(total/float64(b.N), "B/conn")
+	conntest.IdleCost(b, addr, 500, askApiVersions, s.openConns)
 }

@@ -8,51 +8,12 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/offsetd/offsetd/internal/conntest"
 	"github.com/offsetd/offsetd/server"
 )
-
-// waitFor polls cond until it holds; the deadline only bounds a broken
-// server.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
-// readUntilClosed reads until the server closes conn and returns what
-// came. The guard deadline only bounds a broken server.
-func readUntilClosed(conn net.Conn) (string, error) {
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	var got strings.Builder
-	_, err := io.Copy(&got, conn)
-	if op, ok := err.(*net.OpError); ok && !op.Timeout() {
-		err = nil // reset by the server
-	}
-	return got.String(), err
-}
-
-// liveHeap is the heap in use after a full collection (two: the second
-// frees what sync.Pools kept through the first).
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
-func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 const commitPath = "/v1/groups/g/offsets"
 
@@ -112,7 +73,7 @@ func TestHTTPDeadlines(t *testing.T) {
 				errs[i] <- fmt.Errorf("write: %w", err)
 				return
 			}
-			got, err := readUntilClosed(conn)
+			got, err := conntest.ReadUntilClosed(conn)
 			switch took := time.Since(start); {
 			case err != nil:
 				errs[i] <- fmt.Errorf("not closed: %w", err)
@@ -167,69 +128,39 @@ func TestHTTPStalledBodiesMemory(t *testing.T) {
 	e.commitAndFetch(1)
 	ownConns := server.OpenConnections(e.ts.Listener)
 	stall := []byte(stalledBody(body, sent))
-	// Go keeps the descriptor of every goroutine that ever ran, to reuse
-	// it; a round runs two per connection (the server's and the client's
-	// writer). Running as many first puts them in the level before.
-	var warm sync.WaitGroup
-	for range 2 * conns {
-		warm.Add(1)
-		go warm.Done()
-	}
-	warm.Wait()
-	before := liveHeap()
+	// Two goroutines per connection: the server's and the client's
+	// writer.
+	conntest.WarmGoroutines(2 * conns)
+	before := conntest.LiveHeap()
 
-	clients := make([]net.Conn, conns)
-	var writers sync.WaitGroup
-	closeAll := func() {
-		for _, conn := range clients {
-			if conn != nil {
-				conn.Close()
-			}
-		}
-		writers.Wait()
-	}
-	for i := range clients {
-		conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
-		if err != nil {
-			closeAll()
-			t.Fatal(err)
-		}
-		clients[i] = conn
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			conn.Write(stall) // fails once closed
-		}()
-	}
-	writers.Wait() // the bodies are in the server's socket buffers or read
-	waitFor(t, "the stalled bodies read", func() bool { return liveHeap() > before+conns*sent })
-	held := liveHeap()
+	closeAll := conntest.Stall(t, e.ts.Listener.Addr().String(), conns, stall)
+	conntest.WaitFor(t, "the stalled bodies read", func() bool { return conntest.LiveHeap() > before+conns*sent })
+	held := conntest.LiveHeap()
 	e.commitAndFetch(2)
 	closeAll()
-	clients = nil
 	// What arrived is held, and no more than its buffer's doubling: no
 	// connection holds memory for bytes it only announced.
 	if held > before+conns*(body+64<<10) {
-		t.Fatalf("heap %s while the bodies stall, from %s: above %d bodies of %s", mib(held), mib(before), conns, mib(body))
+		t.Fatalf("heap %s while the bodies stall, from %s: above %d bodies of %s", conntest.MiB(held), conntest.MiB(before), conns, conntest.MiB(body))
 	}
 
-	waitFor(t, "the stalled connections gone", func() bool { return server.OpenConnections(e.ts.Listener) <= ownConns })
-	after := liveHeap()
-	t.Logf("heap %s before, %s with %d bodies of %d of %d bytes stalled, %s after they closed", mib(before), mib(held), conns, sent, body, mib(after))
+	conntest.WaitFor(t, "the stalled connections gone", func() bool { return server.OpenConnections(e.ts.Listener) <= ownConns })
+	after := conntest.LiveHeap()
+	t.Logf("heap %s before, %s with %d bodies of %d of %d bytes stalled, %s after they closed", conntest.MiB(before), conntest.MiB(held), conns, sent, body, conntest.MiB(after))
 	if float64(after) > 1.2*float64(before) {
-		t.Fatalf("heap %s after the stalled connections closed, more than 20%% above %s before them", mib(after), mib(before))
+		t.Fatalf("heap %s after the stalled connections closed, more than 20%% above %s before them", conntest.MiB(after), conntest.MiB(before))
 	}
 	e.commitAndFetch(3)
 	runtime.KeepAlive(stall)
 }
 
 // askHealth sends GET /healthz on conn and reads the answer.
-func askHealth(conn net.Conn, r *bufio.Reader) error {
+func askHealth(conn net.Conn) error {
 	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: offsetd\r\n\r\n"); err != nil {
 		return err
 	}
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	resp, err := http.ReadResponse(r, nil)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		return err
 	}
@@ -250,95 +181,46 @@ func TestHTTPMaxConnections(t *testing.T) {
 	const max = 3
 	e := newEnv(t, envConfig{limits: true, server: func(o *server.Options) { o.MaxConnections = max }})
 	addr := e.ts.Listener.Addr().String()
-	type held struct {
-		conn net.Conn
-		r    *bufio.Reader
-	}
-	var open []held
-	defer func() {
-		for _, h := range open {
-			h.conn.Close()
-		}
-	}()
-	for range max {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := held{conn, bufio.NewReader(conn)}
-		open = append(open, h)
-		if err := askHealth(h.conn, h.r); err != nil {
-			t.Fatalf("connection %d of %d: %v", len(open), max, err)
-		}
-	}
+	open := conntest.Open(t, addr, max, askHealth)
 	excess, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer excess.Close()
 	io.WriteString(excess, "GET /healthz HTTP/1.1\r\nHost: offsetd\r\n\r\n") // may fail: closed already
-	if got, err := readUntilClosed(excess); err != nil || got != "" {
+	if got, err := conntest.ReadUntilClosed(excess); err != nil || got != "" {
 		t.Fatalf("connection %d: answered %q, %v; want it closed", max+1, got, err)
 	}
-	for _, h := range open {
-		if err := askHealth(h.conn, h.r); err != nil {
+	for _, conn := range open {
+		if err := askHealth(conn); err != nil {
 			t.Fatalf("a connection within the cap: %v", err)
 		}
 	}
 
-	open[0].conn.Close()
+	open[0].Close()
 	open = open[1:]
-	waitFor(t, "a connection to close", func() bool { return server.OpenConnections(e.ts.Listener) < max })
+	conntest.WaitFor(t, "a connection to close", func() bool { return server.OpenConnections(e.ts.Listener) < max })
 	again, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if err := askHealth(again, bufio.NewReader(again)); err != nil {
+	if err := askHealth(again); err != nil {
 		t.Fatalf("a new connection once one closed: %v", err)
 	}
 	again.Close()
-	for _, h := range open {
-		h.conn.Close()
+	for _, conn := range open {
+		conn.Close()
 	}
-	open = nil
-	waitFor(t, "every connection closed", func() bool { return server.OpenConnections(e.ts.Listener) == 0 })
+	conntest.WaitFor(t, "every connection closed", func() bool { return server.OpenConnections(e.ts.Listener) == 0 })
 	e.commitAndFetch(1)
 }
 
 // BenchmarkIdleHTTPConnection measures what an open, kept-alive HTTP
 // connection costs the server after one request: heap and goroutine stack
-// (the client's side, in the same process, adds a few KiB). It is what
-// DefaultOptions' MaxConnections is sized by.
+// (the client's side, in the same process, adds a few hundred bytes). It is
+// what DefaultOptions' MaxConnections is sized by.
 func BenchmarkIdleHTTPConnection(b *testing.B) {
-	const conns = 500
 	e := newEnv(b, envConfig{limits: true})
-	addr := e.ts.Listener.Addr().String()
-	inUse := func() uint64 {
-		liveHeap()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc + m.StackInuse
-	}
-	var total float64
-	for b.Loop() {
-		before := inUse()
-		open := make([]net.Conn, 0, conns)
-		for range conns {
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			open = append(open, conn)
-			if err := askHealth(conn, bufio.NewReader(conn)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		total += float64(inUse()-before) / conns
-		for _, conn := range open {
-			conn.Close()
-		}
-		waitFor(b, "the connections closed", func() bool { return server.OpenConnections(e.ts.Listener) == 0 })
-	}
-	b.ReportMetric(total/float64(b.N), "B/conn")
+	conntest.IdleCost(b, e.ts.Listener.Addr().String(), 500, askHealth, func() int64 { return server.OpenConnections(e.ts.Listener) })
 }
