@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -360,4 +362,43 @@ func BenchmarkIdleConnection(b *testing.B) {
 	c := openCoordinator(b, b.TempDir())
 	s, addr := startServer(b, newHandler(b, c, testHandlerOptions()), ServerOptions{})
 	conntest.IdleCost(b, addr, 500, askApiVersions, s.openConns)
+}
+
+// outOfFilesOnce is a listener whose first Accept fails as it does when the
+// process has no file descriptor left.
+type outOfFilesOnce struct {
+	net.Listener
+	failed bool
+}
+
+func (l *outOfFilesOnce) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptOutOfFiles runs out of file descriptors while accepting: the
+// server waits and accepts again, instead of ending Serve.
+func TestAcceptOutOfFiles(t *testing.T) {
+	c := openCoordinator(t, t.TempDir())
+	s, err := NewServer(newHandler(t, c, testHandlerOptions()), ServerOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&outOfFilesOnce{Listener: ln}) }()
+	defer func() {
+		s.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	conn := conntest.Open(t, ln.Addr().String(), 1, askApiVersions)[0]
+	conn.Close()
 }

@@ -117,8 +117,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		if len(s.conns) >= s.opts.MaxConnections {
-			s.refuse(conn)
+			report := s.countRefusal()
 			s.mu.Unlock()
+			conn.Close()
+			if report > 0 {
+				s.log.Warn("kafka: closing new connections: MaxConnections are open", "max", s.opts.MaxConnections, "closed", report, "remote", conn.RemoteAddr().String())
+			}
 			continue
 		}
 		s.conns[conn] = true
@@ -138,14 +142,18 @@ func (s *Server) Serve(ln net.Listener) error {
 // MaxConnections.
 const refusalLogEvery = 10 * time.Second
 
-// refuse closes a connection accepted beyond MaxConnections. s.mu is held.
-func (s *Server) refuse(conn net.Conn) {
-	conn.Close()
+// countRefusal counts a connection closed at MaxConnections, and returns
+// how many to log: those since the last line, once a refusalLogEvery, else
+// 0. s.mu is held.
+func (s *Server) countRefusal() int {
 	s.refused++
-	if now := time.Now(); now.Sub(s.refusedLogged) >= refusalLogEvery {
-		s.log.Warn("kafka: closing new connections: MaxConnections are open", "max", s.opts.MaxConnections, "closed", s.refused, "remote", conn.RemoteAddr().String())
-		s.refused, s.refusedLogged = 0, now
+	now := time.Now()
+	if now.Sub(s.refusedLogged) < refusalLogEvery {
+		return 0
 	}
+	n := s.refused
+	s.refused, s.refusedLogged = 0, now
+	return n
 }
 
 // outOfFiles reports an accept that failed for want of file descriptors or
