@@ -99,7 +99,9 @@ func IdleCost(b *testing.B, addr string, conns int, exchange func(net.Conn) erro
 // Stall opens n connections to addr and sends each the bytes of stall,
 // each from a goroutine of its own: a write blocks while the server does
 // not read. The function it returns closes the connections and waits for
-// their writers; so does the end of the test.
+// their writers; so does the end of the test. They close abruptly (a
+// reset), as clients that die do: the server does not read what they left
+// in its socket buffers first.
 func Stall(t testing.TB, addr string, n int, stall []byte) (closeAll func()) {
 	t.Helper()
 	conns := make([]net.Conn, 0, n)
@@ -108,6 +110,7 @@ func Stall(t testing.TB, addr string, n int, stall []byte) (closeAll func()) {
 	closeAll = func() {
 		once.Do(func() {
 			for _, conn := range conns {
+				conn.(*net.TCPConn).SetLinger(0)
 				conn.Close()
 			}
 			writers.Wait()
