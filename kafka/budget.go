@@ -52,6 +52,9 @@ func (b *budget) take(n int64, deadline time.Time, done <-chan struct{}) error {
 		}
 		b.mu.Lock()
 		b.waiters--
+		if err == nil && !time.Now().Before(deadline) {
+			err = errNoBudget // bytes came back as time ran out: take none
+		}
 		if err != nil {
 			b.mu.Unlock()
 			return err
