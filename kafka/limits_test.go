@@ -251,46 +251,13 @@ func TestQueuedBytesWait(t *testing.T) {
 }
 
 // TestMaxConnections opens MaxConnections connections: the next is closed
-// at once, and once one of them has gone a new one is served.
+// at once without an answer, and once one of them has gone a new one is
+// served; then a Kafka client (a seed and a broker connection) is.
 func TestMaxConnections(t *testing.T) {
 	const max = 3
 	c := openCoordinator(t, t.TempDir())
 	s, addr := startServer(t, newHandler(t, c, testHandlerOptions()), ServerOptions{MaxConnections: max})
-	request := frameOf(kmsg.NewPtrApiVersionsRequest(), 3)
-	held := conntest.Open(t, addr, max, askApiVersions)
-	excess, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer excess.Close()
-	excess.Write(request) // may fail: closed already
-	if got, err := conntest.ReadUntilClosed(excess); err != nil || got != "" {
-		t.Fatalf("connection %d: answered %q, %v; want it closed", max+1, got, err)
-	}
-	for _, conn := range held {
-		if err := askApiVersions(conn); err != nil {
-			t.Fatalf("a connection within the cap: %v", err)
-		}
-	}
-
-	held[0].Close()
-	held = held[1:]
-	conntest.WaitFor(t, "a connection to close", func() bool { return s.openConns() < max })
-	again, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
-	if err := askApiVersions(again); err != nil {
-		t.Fatalf("a new connection once one closed: %v", err)
-	}
-	// With room again, a Kafka client (a seed and a broker connection)
-	// is served.
-	again.Close()
-	for _, conn := range held {
-		conn.Close()
-	}
-	conntest.WaitFor(t, "every connection closed", func() bool { return s.openConns() == 0 })
+	conntest.CheckCap(t, addr, max, frameOf(kmsg.NewPtrApiVersionsRequest(), 3), askApiVersions, s.openConns)
 	commitAndFetch(t, newAdmin(t, addr), "capped", 1)
 }
 

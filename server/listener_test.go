@@ -176,43 +176,12 @@ func askHealth(conn net.Conn) error {
 
 // TestHTTPMaxConnections opens MaxConnections kept-alive connections: the
 // next is closed at once without an answer, and once one of them has gone
-// a new one is served.
+// a new one is served; then the client is.
 func TestHTTPMaxConnections(t *testing.T) {
 	const max = 3
 	e := newEnv(t, envConfig{limits: true, server: func(o *server.Options) { o.MaxConnections = max }})
-	addr := e.ts.Listener.Addr().String()
-	open := conntest.Open(t, addr, max, askHealth)
-	excess, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer excess.Close()
-	io.WriteString(excess, "GET /healthz HTTP/1.1\r\nHost: offsetd\r\n\r\n") // may fail: closed already
-	if got, err := conntest.ReadUntilClosed(excess); err != nil || got != "" {
-		t.Fatalf("connection %d: answered %q, %v; want it closed", max+1, got, err)
-	}
-	for _, conn := range open {
-		if err := askHealth(conn); err != nil {
-			t.Fatalf("a connection within the cap: %v", err)
-		}
-	}
-
-	open[0].Close()
-	open = open[1:]
-	conntest.WaitFor(t, "a connection to close", func() bool { return server.OpenConnections(e.ts.Listener) < max })
-	again, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
-	if err := askHealth(again); err != nil {
-		t.Fatalf("a new connection once one closed: %v", err)
-	}
-	again.Close()
-	for _, conn := range open {
-		conn.Close()
-	}
-	conntest.WaitFor(t, "every connection closed", func() bool { return server.OpenConnections(e.ts.Listener) == 0 })
+	conntest.CheckCap(t, e.ts.Listener.Addr().String(), max, []byte("GET /healthz HTTP/1.1\r\nHost: offsetd\r\n\r\n"), askHealth,
+		func() int64 { return server.OpenConnections(e.ts.Listener) })
 	e.commitAndFetch(1)
 }
 

@@ -155,3 +155,35 @@ func Open(t testing.TB, addr string, n int, exchange func(net.Conn) error) []net
 	}
 	return conns
 }
+
+// CheckCap checks a listener capped at max connections: max connections
+// to addr are served (exchange succeeds on each), one more is closed
+// without an answer to request, and once one of the max has closed a new
+// connection is served. open is how many connections the server has open;
+// CheckCap returns once it is 0.
+func CheckCap(t testing.TB, addr string, max int, request []byte, exchange func(net.Conn) error, open func() int64) {
+	t.Helper()
+	held := Open(t, addr, max, exchange)
+	excess, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer excess.Close()
+	excess.Write(request) // may fail: closed already
+	if got, err := ReadUntilClosed(excess); err != nil || got != "" {
+		t.Fatalf("connection %d: answered %q, %v; want it closed", max+1, got, err)
+	}
+	for _, conn := range held {
+		if err := exchange(conn); err != nil {
+			t.Fatalf("a connection within the cap: %v", err)
+		}
+	}
+
+	held[0].Close()
+	WaitFor(t, "a connection to close", func() bool { return open() < int64(max) })
+	again := Open(t, addr, 1, exchange)
+	for _, conn := range append(held, again...) {
+		conn.Close()
+	}
+	WaitFor(t, "every connection closed", func() bool { return open() == 0 })
+}
