@@ -231,12 +231,12 @@ func TestServeListenerBounds(t *testing.T) {
 		{s.kafka, kmsg.NewRequestFormatter().AppendRequest(nil, apiVersions, 1)},
 		{strings.TrimPrefix(s.url, "http://"), []byte("GET /healthz HTTP/1.1\r\nHost: offsetd\r\n\r\n")},
 	} {
+		start := time.Now() // the server's timeout starts after this
 		silent, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer silent.Close()
-		start := time.Now()
 		excess, err := net.Dial("tcp", l.addr)
 		if err != nil {
 			t.Fatal(err)
