@@ -124,7 +124,7 @@ func TestApiVersionsTooNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{h: newHandler(t, openCoordinator(t, t.TempDir()), testHandlerOptions())}
+	s := &Server{h: newHandler(t, openCoordinator(t, t.TempDir()), testHandlerOptions()), log: quiet}
 	resp, err := s.answer(rq, &connState{authed: true}, Client{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,8 @@ func FuzzFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		frame, err := readFrame(bytes.NewReader(data), 1<<16)
+		fr := frameReader{r: bytes.NewReader(data), maxBytes: 1 << 16}
+		frame, err := fr.next()
 		if err != nil {
 			return
 		}

@@ -51,6 +51,13 @@ func newHandler(t testing.TB, c *coordinator.Coordinator, o Options) *Handler {
 // listen serves h on a loopback port and returns its address.
 func listen(t testing.TB, h *Handler, o ServerOptions) string {
 	t.Helper()
+	_, addr := startServer(t, h, o)
+	return addr
+}
+
+// startServer serves h on a loopback port until the test ends.
+func startServer(t testing.TB, h *Handler, o ServerOptions) (*Server, string) {
+	t.Helper()
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
@@ -70,7 +77,7 @@ func listen(t testing.TB, h *Handler, o ServerOptions) string {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return ln.Addr().String()
+	return s, ln.Addr().String()
 }
 
 // newAdmin returns a kadm client of addr, closed with the test.

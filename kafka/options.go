@@ -139,3 +139,107 @@ func (o Options) validate() error {
 	}
 	return nil
 }
+
+// ServerOptions configures a Server. Zero fields take the values of
+// DefaultServerOptions. What a client can hold is bounded as a Kafka broker
+// bounds it: how long it may stay silent, how long a frame may take once
+// begun, how many connections stay open and how much memory the frames
+// being read or answered take in all.
+type ServerOptions struct {
+	// MaxFrameBytes bounds one request frame; a larger one closes the
+	// connection that sent it (Kafka's socket.request.max.bytes).
+	MaxFrameBytes int
+	// IdleTimeout closes a connection that has not begun a request for
+	// this long since its last response, or since it opened (Kafka's
+	// connections.max.idle.ms). Clients reconnect when they next need to.
+	IdleTimeout time.Duration
+	// FrameTimeout bounds the rest of a request frame once its size has
+	// arrived, and the writing of a response: a client that stalls
+	// mid-frame, or stops reading, is closed. Kafka has no such bound.
+	FrameTimeout time.Duration
+	// MaxConnections caps the open connections; one more is closed as
+	// soon as it is accepted, and the next is accepted once one has closed
+	// (Kafka's max.connections, whose acceptor waits instead).
+	MaxConnections int
+	// MaxQueuedBytes bounds the memory of the frames above
+	// smallFrameBytes that are being read or answered, summed over every
+	// connection (Kafka's queued.max.request.bytes). A frame's memory grows
+	// with the bytes that arrived, not with its size prefix; a connection
+	// whose next bytes find the bound reached stops reading until memory
+	// is released, within its FrameTimeout. Smaller frames (heartbeats,
+	// commits of a few partitions) are each connection's own and never
+	// wait. Below MaxFrameBytes is an error: the largest frame must fit.
+	MaxQueuedBytes int64
+	// AuthToken, when not empty, is the password of SASL/PLAIN (any user
+	// name): a connection must authenticate before anything but ApiVersions
+	// and the SASL requests.
+	AuthToken string
+	// Logger receives connection errors. Nil means slog.Default().
+	Logger *slog.Logger
+	// Observer, if set, is told about the requests the server answers
+	// itself (ApiVersions, Metadata, SASL); give the Handler the same one.
+	Observer Observer
+}
+
+// DefaultServerOptions returns the options a Server runs with unless told
+// otherwise: Kafka's default idle timeout, and bounds on connections and
+// queued frames that a node holds without trouble (each is explained in
+// the README's configuration table).
+func DefaultServerOptions() ServerOptions {
+	return ServerOptions{
+		MaxFrameBytes:  1 << 20,
+		IdleTimeout:    10 * time.Minute,
+		FrameTimeout:   30 * time.Second,
+		MaxConnections: defaultMaxConnections,
+		MaxQueuedBytes: 100 << 20,
+	}
+}
+
+// defaultMaxConnections is DefaultServerOptions' MaxConnections. A Kafka
+// consumer holds one or two connections to its coordinator (franz-go a
+// group and a normal one; librdkafka one for the coordinator), so this
+// serves 5,000 consumers or more on one node. An open, idle connection
+// costs about 8.5 KiB of heap and stack (BenchmarkIdleConnection), so the
+// cap holds them to about 85 MiB, and to about 125 MiB with a small frame
+// in each; large frames are MaxQueuedBytes'. It also stays clear of the
+// open-file limit (Go raises the soft limit to the hard one, commonly
+// 65,536 or more), where accepting would fail.
+const defaultMaxConnections = 10000
+
+func (o *ServerOptions) ensureDefaults() {
+	d := DefaultServerOptions()
+	if o.MaxFrameBytes == 0 {
+		o.MaxFrameBytes = d.MaxFrameBytes
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = d.IdleTimeout
+	}
+	if o.FrameTimeout == 0 {
+		o.FrameTimeout = d.FrameTimeout
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = d.MaxConnections
+	}
+	if o.MaxQueuedBytes == 0 {
+		o.MaxQueuedBytes = max(d.MaxQueuedBytes, int64(o.MaxFrameBytes))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+func (o ServerOptions) validate() error {
+	switch {
+	case o.MaxFrameBytes < 0:
+		return fmt.Errorf("kafka: ServerOptions.MaxFrameBytes is %d, want > 0", o.MaxFrameBytes)
+	case o.IdleTimeout < 0:
+		return fmt.Errorf("kafka: ServerOptions.IdleTimeout is %s, want > 0", o.IdleTimeout)
+	case o.FrameTimeout < 0:
+		return fmt.Errorf("kafka: ServerOptions.FrameTimeout is %s, want > 0", o.FrameTimeout)
+	case o.MaxConnections < 0:
+		return fmt.Errorf("kafka: ServerOptions.MaxConnections is %d, want > 0", o.MaxConnections)
+	case o.MaxQueuedBytes < int64(o.MaxFrameBytes):
+		return fmt.Errorf("kafka: ServerOptions.MaxQueuedBytes is %d, below MaxFrameBytes %d", o.MaxQueuedBytes, o.MaxFrameBytes)
+	}
+	return nil
+}

@@ -60,10 +60,14 @@ func startKafka(cfg serveConfig, c *coordinator.Coordinator, tlsConfig *tls.Conf
 		return nil, err
 	}
 	s, err := kafka.NewServer(h, kafka.ServerOptions{
-		MaxFrameBytes: int(cfg.maxBody),
-		AuthToken:     token,
-		Logger:        logger,
-		Observer:      metrics,
+		MaxFrameBytes:  int(cfg.maxBody),
+		IdleTimeout:    cfg.kafkaIdleTimeout,
+		FrameTimeout:   cfg.kafkaFrameTimeout,
+		MaxConnections: cfg.kafkaMaxConns,
+		MaxQueuedBytes: int64(cfg.kafkaMaxQueued),
+		AuthToken:      token,
+		Logger:         logger,
+		Observer:       metrics,
 	})
 	if err != nil {
 		h.Close()
