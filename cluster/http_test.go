@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 )
 
 // httpMember is a node of a test cluster over real HTTP on loopback.
 type httpMember struct {
-	node      *Node
-	transport *HTTPTransport
+	node      *cluster.Node
+	transport *cluster.HTTPTransport
 	server    *http.Server
 }
 
@@ -60,13 +61,13 @@ func startHTTPCluster(t *testing.T, size uint64, knows func(id, other uint64) bo
 				others[p] = a
 			}
 		}
-		tr := NewHTTPTransport(HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Address: addrs[id], Token: "secret", Logger: quiet})
-		n, err := Open(filepath.Join(dir, fmt.Sprint(id)), coordinator.Options{Partitions: 2, Logger: quiet},
-			Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: quiet})
+		tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Address: addrs[id], Token: "secret", Logger: quiet})
+		n, err := cluster.Open(filepath.Join(dir, fmt.Sprint(id)), coordinator.Options{Partitions: 2, Logger: quiet},
+			cluster.Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := &http.Server{Handler: Handler(n, "secret")}
+		srv := &http.Server{Handler: cluster.Handler(n, "secret")}
 		go srv.Serve(listeners[id])
 		members[id] = &httpMember{node: n, transport: tr, server: srv}
 	}
@@ -86,7 +87,7 @@ func TestHTTPTransport(t *testing.T) {
 		t.Helper()
 		var gone uint64
 		for {
-			var any *Node
+			var any *cluster.Node
 			for _, m := range members {
 				any = m.node
 				break
@@ -107,7 +108,7 @@ func TestHTTPTransport(t *testing.T) {
 			t.Logf("commit %d on node %d: %v; retrying", offset, leader, err)
 		}
 	}
-	resp, err := http.Post("http://"+addrs[1]+RaftPath, "application/octet-stream", nil)
+	resp, err := http.Post("http://"+addrs[1]+cluster.RaftPath, "application/octet-stream", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

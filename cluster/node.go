@@ -51,6 +51,10 @@ type Options struct {
 	HeartbeatTicks int
 	// Logger receives raft's warnings and errors. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// ticks, when set, is the Raft clock in place of a ticker of
+	// TickInterval: tests stop and start it.
+	ticks <-chan time.Time
 }
 
 // DefaultOptions returns the options a Node uses for zero fields.
@@ -120,7 +124,6 @@ type Node struct {
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
 	progress  *signal.Signal // fires on every tick and configuration change
-	frozen    atomic.Bool    // tests stop the node's clock
 	// confApplied, set by tests, is called on a group's goroutine each time
 	// it applies a configuration change.
 	confApplied atomic.Pointer[func(partition int, cs *pb.ConfState)]
@@ -318,16 +321,17 @@ func (n *Node) AwaitLeader(ctx context.Context, partition int, not uint64) (uint
 
 // ticker ticks every group's clock.
 func (n *Node) ticker() {
-	t := time.NewTicker(n.opts.TickInterval)
-	defer t.Stop()
+	ticks := n.opts.ticks
+	if ticks == nil {
+		t := time.NewTicker(n.opts.TickInterval)
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-t.C:
-			if n.frozen.Load() {
-				continue
-			}
+		case <-ticks:
 			for _, g := range n.groups {
 				select {
 				case g.tick <- struct{}{}:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/statictopic"
 )
@@ -92,7 +93,7 @@ func classify(err error) *apiError {
 		status, code = http.StatusConflict, codeSealedHistory
 	case errors.Is(err, statictopic.ErrTopicExists):
 		status, code = http.StatusConflict, codeTopicExists
-	case errors.Is(err, coordinator.ErrChangePending):
+	case errors.Is(err, cluster.ErrChangePending):
 		status, code = http.StatusConflict, codeChangePending
 	case errors.Is(err, statictopic.ErrOutOfRange):
 		status, code = http.StatusNotFound, codeOutOfRange

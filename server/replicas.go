@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/cluster"
 )
 
 // ReplicaAdmin, set as Options.Replicas on a node of a cluster, shows and
@@ -13,11 +13,11 @@ import (
 // through Raft configuration changes).
 type ReplicaAdmin interface {
 	// Replicas returns partition's configuration as this node knows it.
-	Replicas(partition int) (coordinator.Replicas, error)
+	Replicas(partition int) (cluster.Replicas, error)
 	// ChangeReplicas makes the change on the partition's leader; elsewhere
 	// it fails with a *coordinator.NotLeaderError. A change under way
-	// makes it fail with coordinator.ErrChangePending.
-	ChangeReplicas(ctx context.Context, partition int, ch coordinator.ReplicaChange) error
+	// makes it fail with cluster.ErrChangePending.
+	ChangeReplicas(ctx context.Context, partition int, ch cluster.ReplicaChange) error
 }
 
 // replicasJSON is the JSON of a partition's configuration.
@@ -86,7 +86,7 @@ func (s *Server) changeReplicas(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := admin.ChangeReplicas(r.Context(), p, coordinator.ReplicaChange(ch)); err != nil {
+	if err := admin.ChangeReplicas(r.Context(), p, cluster.ReplicaChange(ch)); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -1,9 +1,14 @@
-package cluster
+// Package clustertest holds what tests of a cluster of offsetd nodes in
+// one process need and production code does not: a fault-injecting
+// transport between the nodes.
+package clustertest
 
 import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/offsetd/offsetd/cluster"
 )
 
 // Network is an in-process transport between the nodes of one process,
@@ -13,14 +18,14 @@ import (
 // between processes.
 type Network struct {
 	mu       sync.Mutex
-	rand     *rand.Rand                 // guarded by mu
-	faults   Faults                     // guarded by mu
-	nodes    map[uint64]func([]Message) // guarded by mu
-	isolated map[uint64]bool            // guarded by mu
-	closed   bool                       // guarded by mu
-	pending  sync.WaitGroup             // delayed deliveries
-	stats    NetworkStats               // guarded by mu
-	links    map[[2]uint64]bool         // guarded by mu: cut links, both ways
+	rand     *rand.Rand                         // guarded by mu
+	faults   Faults                             // guarded by mu
+	nodes    map[uint64]func([]cluster.Message) // guarded by mu
+	isolated map[uint64]bool                    // guarded by mu
+	closed   bool                               // guarded by mu
+	pending  sync.WaitGroup                     // delayed deliveries
+	stats    NetworkStats                       // guarded by mu
+	links    map[[2]uint64]bool                 // guarded by mu: cut links, both ways
 }
 
 // Faults are the odds of each fault, per message.
@@ -39,7 +44,7 @@ type NetworkStats struct {
 func NewNetwork(seed uint64) *Network {
 	return &Network{
 		rand:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		nodes:    make(map[uint64]func([]Message)),
+		nodes:    make(map[uint64]func([]cluster.Message)),
 		isolated: make(map[uint64]bool),
 		links:    make(map[[2]uint64]bool),
 	}
@@ -47,7 +52,7 @@ func NewNetwork(seed uint64) *Network {
 
 // Attach delivers the messages to id to receive (a Node's Receive),
 // replacing any earlier receiver of id (a restarted node).
-func (nw *Network) Attach(id uint64, receive func([]Message)) {
+func (nw *Network) Attach(id uint64, receive func([]cluster.Message)) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.nodes[id] = receive
@@ -106,16 +111,16 @@ func (nw *Network) Close() {
 }
 
 // Transport returns the transport node from sends through.
-func (nw *Network) Transport(from uint64) Transport { return networkTransport{nw, from} }
+func (nw *Network) Transport(from uint64) cluster.Transport { return networkTransport{nw, from} }
 
 type networkTransport struct {
 	nw   *Network
 	from uint64
 }
 
-func (t networkTransport) Send(msgs []Message) {
+func (t networkTransport) Send(msgs []cluster.Message) {
 	for _, m := range msgs {
-		b, err := AppendMessages(nil, []Message{m})
+		b, err := cluster.AppendMessages(nil, []cluster.Message{m})
 		if err != nil {
 			panic(err) // a message raft made that does not encode
 		}
@@ -173,7 +178,7 @@ func (nw *Network) deliverLocked(to uint64, b []byte) {
 		nw.stats.Dropped++
 		return
 	}
-	msgs, err := DecodeMessages(b)
+	msgs, err := cluster.DecodeMessages(b)
 	if err != nil {
 		panic(err) // what AppendMessages wrote
 	}
