@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // WithTicks makes a node's Raft clock tick on what ticks brings instead of
@@ -36,14 +34,4 @@ func (n *Node) CommitIndex(ctx context.Context, partition int) (uint64, error) {
 	g := n.groups[partition]
 	err := g.call(ctx, func(error) { commit = g.rn.BasicStatus().GetCommit() })
 	return commit, err
-}
-
-// OnConfApplied has fn called on a group's goroutine each time it applies
-// a configuration change; nil stops it.
-func (n *Node) OnConfApplied(fn func(partition int, cs *pb.ConfState)) {
-	if fn == nil {
-		n.confApplied.Store(nil)
-		return
-	}
-	n.confApplied.Store(&fn)
 }

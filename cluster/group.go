@@ -53,6 +53,8 @@ type group struct {
 	leadTerm  uint64 // the term this node leads, 0 when it does not
 	startTerm uint64 // the term whose first committed entry termStart is
 	applied   uint64 // the last index handed to the coordinator
+	seenLead  uint64 // the last leader this node knew of, for the log
+	seenTerm  uint64 // its term
 
 	mu        sync.Mutex
 	leader    uint64                  // guarded by mu
@@ -61,6 +63,11 @@ type group struct {
 	nudge     bool                    // guarded by mu: the leader changed since the last batch
 	failed    error                   // guarded by mu
 	conf      *pb.ConfState           // guarded by mu: the configuration applied last
+	wasMember bool                    // guarded by mu: this node was in the configuration once (a founder always was)
+	term      uint64                  // guarded by mu: the term as this node knows it
+	commit    uint64                  // guarded by mu: the commit index as this node knows it
+	followers []Follower              // guarded by mu: how the followers fare, while this node leads
+	delivered atomic.Uint64           // the last index the coordinator's writer took
 	wake      chan struct{}           // holds a token while queue may be non-empty
 	committed chan []coordinator.Committed
 }
@@ -122,6 +129,7 @@ func (g *group) start(applied uint64) error {
 	}
 	g.storage.conf = cs
 	g.conf = cs
+	g.wasMember = !o.Join || hasMember(cs, o.ID)
 	g.applied = applied
 	cfg := &raft.Config{
 		Applied:         applied,
@@ -340,6 +348,9 @@ func (g *group) handle(rd raft.Ready) error {
 			}
 			g.setConf(meta.GetConfState())
 			g.applied = meta.GetIndex()
+			g.node.snapshotsReceived.Add(1)
+			g.node.opts.Logger.Info("raft snapshot received", "partition", g.partition, "index", meta.GetIndex(), "term", meta.GetTerm())
+			g.node.checkMembership()
 		}
 		for _, e := range rd.Entries {
 			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
@@ -362,6 +373,9 @@ func (g *group) handle(rd raft.Ready) error {
 				// Sent, as far as this node can tell: if it was lost, the
 				// leader probes the follower again and sends another.
 				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+				g.node.snapshotsSent.Add(1)
+				g.node.opts.Logger.Info("raft snapshot sent", "partition", g.partition, "to", m.GetTo(),
+					"index", m.GetSnapshot().GetMetadata().GetIndex(), "bytes", len(m.GetSnapshot().GetData()))
 			}
 		}
 	}
@@ -404,9 +418,10 @@ func (g *group) handle(rd raft.Ready) error {
 			cs := g.rn.ApplyConfChange(cc)
 			g.setConf(cs)
 			g.node.learnPeer(cc.AsV2())
-			if hook := g.node.confApplied.Load(); hook != nil {
-				(*hook)(g.partition, cs)
-			}
+			g.node.opts.Logger.Info("raft configuration changed", "partition", g.partition, "index", e.GetIndex(),
+				"voters", sorted(cs.GetVoters()), "learners", sorted(append(slices.Clone(cs.GetLearners()), cs.GetLearnersNext()...)),
+				"outgoing", sorted(cs.GetVotersOutgoing()))
+			g.node.checkMembership()
 			confChanged = true
 		}
 		g.applied = e.GetIndex()
@@ -415,9 +430,23 @@ func (g *group) handle(rd raft.Ready) error {
 		}
 		out = append(out, c)
 	}
+	if st.Lead != 0 && (st.Lead != g.seenLead || st.GetTerm() != g.seenTerm) {
+		g.node.leaderChanges.Add(1)
+		g.node.opts.Logger.Info("raft leader changed", "partition", g.partition, "term", st.GetTerm(), "old", g.seenLead, "new", st.Lead)
+		g.seenLead, g.seenTerm = st.Lead, st.GetTerm()
+	}
+	var followers []Follower
+	if g.leadTerm != 0 {
+		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			if id != g.node.opts.ID {
+				followers = append(followers, Follower{ID: id, Active: pr.RecentActive, Match: pr.Match})
+			}
+		})
+	}
 	g.mu.Lock()
 	changed := g.leader != st.Lead || g.termStart != termStart
 	g.leader, g.termStart = st.Lead, termStart
+	g.term, g.commit, g.followers = st.GetTerm(), st.GetCommit(), followers
 	g.queue = append(g.queue, out...)
 	g.nudge = g.nudge || changed
 	g.mu.Unlock()
@@ -460,6 +489,9 @@ func (g *group) forward(stop <-chan struct{}) {
 		}
 		select {
 		case g.committed <- batch:
+			if len(batch) > 0 {
+				g.delivered.Store(batch[len(batch)-1].Index)
+			}
 		case <-stop:
 			return
 		}

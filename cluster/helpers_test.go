@@ -31,6 +31,7 @@ type testCluster struct {
 	mu     sync.Mutex
 	nodes  map[uint64]*cluster.Node // guarded by mu: the running ones
 	clocks map[uint64]*testClock    // guarded by mu: the running nodes' clocks
+	logs   map[uint64]*testLog      // guarded by mu: each node's log, kept over restarts
 	joined map[uint64]bool          // guarded by mu: nodes that joined the running cluster
 }
 
@@ -75,6 +76,84 @@ func (c *testClock) stop() {
 	c.wg.Wait()
 }
 
+// testLog is a node's log in a test cluster: a slog.Handler that drops
+// every record at Info level or above unless a test watches them.
+type testLog struct {
+	root  *testLog // the node's, which holds the watchers; nil for itself
+	attrs []slog.Attr
+
+	mu       sync.Mutex
+	next     int                       // guarded by mu
+	watchers map[int]func(slog.Record) // guarded by mu
+}
+
+// watchLog has fn called with every record node id logs from now on, on
+// the goroutine that logs it, until the returned function is called.
+func (tc *testCluster) watchLog(id uint64, fn func(r slog.Record)) (stop func()) {
+	tc.mu.Lock()
+	h := tc.logs[id]
+	tc.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watchers == nil {
+		h.watchers = make(map[int]func(slog.Record))
+	}
+	h.next++
+	key := h.next
+	h.watchers[key] = fn
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.watchers, key)
+	}
+}
+
+func (h *testLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *testLog) Handle(_ context.Context, r slog.Record) error {
+	root := h
+	if h.root != nil {
+		root = h.root
+	}
+	root.mu.Lock()
+	var fns []func(slog.Record)
+	for _, fn := range root.watchers {
+		fns = append(fns, fn)
+	}
+	root.mu.Unlock()
+	if len(fns) == 0 {
+		return nil
+	}
+	r = r.Clone()
+	r.AddAttrs(h.attrs...)
+	for _, fn := range fns {
+		fn(r)
+	}
+	return nil
+}
+
+func (h *testLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	root := h
+	if h.root != nil {
+		root = h.root
+	}
+	return &testLog{attrs: append(slices.Clone(h.attrs), attrs...), root: root}
+}
+
+func (h *testLog) WithGroup(string) slog.Handler { return h }
+
+// attr returns the value of r's attribute key.
+func attr(r slog.Record, key string) (v slog.Value, ok bool) {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v, ok = a.Value, true
+			return false
+		}
+		return true
+	})
+	return v, ok
+}
+
 // freeze stops node id's clock, or starts it again.
 func (tc *testCluster) freeze(id uint64, on bool) {
 	tc.mu.Lock()
@@ -88,7 +167,7 @@ const testTick = 5 * time.Millisecond
 func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...func(*coordinator.Options)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, nw: clustertest.NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*cluster.Node),
-		clocks: make(map[uint64]*testClock), copts: coordinator.Options{Partitions: parts, Logger: quiet}, joined: make(map[uint64]bool)}
+		clocks: make(map[uint64]*testClock), logs: make(map[uint64]*testLog), copts: coordinator.Options{Partitions: parts, Logger: quiet}, joined: make(map[uint64]bool)}
 	for _, c := range configure {
 		c(&tc.copts)
 	}
@@ -116,7 +195,11 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (tc *testCluster) start(id uint64) *cluster.Node {
 	tc.t.Helper()
 	tc.mu.Lock()
-	opts := cluster.Options{ID: id, Peers: slices.Clone(tc.peers), Join: tc.joined[id], Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet}
+	if tc.logs[id] == nil {
+		tc.logs[id] = &testLog{}
+	}
+	opts := cluster.Options{ID: id, Peers: slices.Clone(tc.peers), Join: tc.joined[id], Transport: tc.nw.Transport(id), TickInterval: testTick,
+		Logger: slog.New(tc.logs[id])}
 	tc.mu.Unlock()
 	clock := newTestClock()
 	n, err := cluster.Open(filepath.Join(tc.dir, fmt.Sprint(id)), tc.copts, cluster.WithTicks(opts, clock.ticks))

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,6 +54,13 @@ type HTTPOptions struct {
 	// Logger receives send failures at debug level. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// ProbeInterval is how long a sender with nothing to send waits before
+	// it POSTs an empty body, to learn whether its peer still answers: a
+	// peer is unreachable once a POST to it fails, or none has succeeded
+	// for three intervals. Zero means 500ms, half Raft's default election
+	// timeout, so that a peer that stops reads unreachable within two
+	// election timeouts.
+	ProbeInterval time.Duration
 }
 
 // HTTPTransport carries Raft messages between processes over HTTP: one
@@ -60,11 +68,20 @@ type HTTPOptions struct {
 // A peer that is down or slow loses messages (its queue is bounded), which
 // Raft survives.
 type HTTPTransport struct {
-	opts   HTTPOptions
-	mu     sync.RWMutex
-	queues map[uint64]chan []byte // guarded by mu
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	opts  HTTPOptions
+	mu    sync.RWMutex
+	peers map[uint64]*peer // guarded by mu
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// peer is what an HTTPTransport keeps of one peer.
+type peer struct {
+	q             chan []byte // one encoded message each
+	sent, dropped atomic.Uint64
+	mu            sync.Mutex
+	lastOK        time.Time // guarded by mu: the last POST that succeeded, or when sending began
+	failing       bool      // guarded by mu: the last POST failed
 }
 
 // peerQueue bounds the messages waiting for one peer.
@@ -86,7 +103,10 @@ func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	t := &HTTPTransport{opts: opts, queues: make(map[uint64]chan []byte), stop: make(chan struct{})}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 500 * time.Millisecond
+	}
+	t := &HTTPTransport{opts: opts, peers: make(map[uint64]*peer), stop: make(chan struct{})}
 	for id, addr := range opts.Peers {
 		t.AddPeer(id, addr)
 	}
@@ -99,7 +119,7 @@ func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.queues[id]; ok || id == t.opts.ID {
+	if _, ok := t.peers[id]; ok || id == t.opts.ID {
 		return
 	}
 	select {
@@ -107,12 +127,12 @@ func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 		return
 	default:
 	}
-	q := make(chan []byte, peerQueue)
-	t.queues[id] = q
+	p := &peer{q: make(chan []byte, peerQueue), lastOK: time.Now()}
+	t.peers[id] = p
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.sender(id, addr, q)
+		t.sender(id, addr, p)
 	}()
 }
 
@@ -121,8 +141,8 @@ func (t *HTTPTransport) Send(msgs []Message) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, m := range msgs {
-		q := t.queues[m.Raft.GetTo()]
-		if q == nil {
+		p := t.peers[m.Raft.GetTo()]
+		if p == nil {
 			continue
 		}
 		b, err := AppendMessages(nil, []Message{m})
@@ -131,14 +151,30 @@ func (t *HTTPTransport) Send(msgs []Message) {
 			continue
 		}
 		select {
-		case q <- b:
+		case p.q <- b:
 		default:
+			p.dropped.Add(1)
 		}
 	}
 }
 
-// sender POSTs what queues for one peer until Close.
-func (t *HTTPTransport) sender(id uint64, addr string, q chan []byte) {
+// Peer returns how node id fares as this transport sees it.
+func (t *HTTPTransport) Peer(id uint64) (PeerStats, bool) {
+	t.mu.RLock()
+	p := t.peers[id]
+	t.mu.RUnlock()
+	if p == nil {
+		return PeerStats{ID: id}, false
+	}
+	p.mu.Lock()
+	reachable := !p.failing && time.Since(p.lastOK) < 3*t.opts.ProbeInterval
+	p.mu.Unlock()
+	return PeerStats{ID: id, Reachable: reachable, Sent: p.sent.Load(), Dropped: p.dropped.Load()}, true
+}
+
+// sender POSTs what queues for one peer until Close, and an empty body
+// after every ProbeInterval without anything to send.
+func (t *HTTPTransport) sender(id uint64, addr string, p *peer) {
 	scheme := "http://"
 	if t.opts.TLS != nil {
 		scheme = "https://"
@@ -150,26 +186,47 @@ func (t *HTTPTransport) sender(id uint64, addr string, q chan []byte) {
 		<-t.stop
 		cancel()
 	}()
+	probe := time.NewTimer(t.opts.ProbeInterval)
+	defer probe.Stop()
 	var body []byte
 	for {
+		n := 0
 		select {
 		case <-t.stop:
 			return
-		case b := <-q:
+		case b := <-p.q:
 			body = append(body[:0], b...)
+			n++
+		case <-probe.C:
+			body = body[:0]
 		}
 	gather:
 		for len(body) < maxPostBytes {
 			select {
-			case b := <-q:
+			case b := <-p.q:
 				body = append(body, b...)
+				n++
 			default:
 				break gather
 			}
 		}
-		if err := t.post(ctx, url, body); err != nil && ctx.Err() == nil {
-			t.opts.Logger.Debug("cluster: messages to a peer lost", "peer", id, "err", err)
+		err := t.post(ctx, url, body)
+		if ctx.Err() != nil {
+			return
 		}
+		p.mu.Lock()
+		p.failing = err != nil
+		if err == nil {
+			p.lastOK = time.Now()
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.dropped.Add(uint64(n))
+			t.opts.Logger.Debug("cluster: messages to a peer lost", "peer", id, "messages", n, "err", err)
+		} else {
+			p.sent.Add(uint64(n))
+		}
+		probe.Reset(t.opts.ProbeInterval)
 	}
 }
 

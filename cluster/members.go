@@ -333,7 +333,14 @@ func (g *group) snapshotHas(id uint64) bool {
 func (g *group) setConf(cs *pb.ConfState) {
 	g.mu.Lock()
 	g.conf = proto.CloneOf(cs)
+	g.wasMember = g.wasMember || hasMember(cs, g.node.opts.ID)
 	g.mu.Unlock()
+}
+
+// hasMember reports whether id is a voter or learner of cs.
+func hasMember(cs *pb.ConfState, id uint64) bool {
+	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetVotersOutgoing(), id) ||
+		slices.Contains(cs.GetLearners(), id) || slices.Contains(cs.GetLearnersNext(), id)
 }
 
 // peerAdder is a Transport that can learn a new node's address.

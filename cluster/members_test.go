@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/cluster/clustertest"
@@ -334,12 +333,13 @@ func TestLeaderDiesMidChange(t *testing.T) {
 		tc.nw.Isolate(leader)
 		close(cut)
 	})
-	hook := func(_ int, cs *pb.ConfState) {
-		if len(cs.GetVotersOutgoing()) > 0 {
+	// The log line of a configuration change is written on the group's
+	// goroutine as it applies it, before it can commit the next entry.
+	stopWatch := tc.watchLog(leader, func(r slog.Record) {
+		if out, ok := attr(r, "outgoing"); r.Message == "raft configuration changed" && ok && len(out.Any().([]uint64)) > 0 {
 			cutOnce()
 		}
-	}
-	ln.OnConfApplied(hook)
+	})
 
 	first, stopFirst := context.WithCancel(ctx)
 	firstDone := make(chan error, 1)
@@ -353,7 +353,7 @@ func TestLeaderDiesMidChange(t *testing.T) {
 	}
 	stopFirst()
 	<-firstDone
-	ln.OnConfApplied(nil)
+	stopWatch()
 
 	// The others go on without the old leader, and finish the change.
 	var others []uint64
@@ -444,10 +444,37 @@ func TestAddNodeFromSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	tc.compactLogs(ctx)
+	sentBefore := uint64(0)
+	for _, id := range tc.peers {
+		sentBefore += tc.node(id).Stats().SnapshotsSent
+	}
+	sent := tc.collect("raft snapshot sent", tc.peers...)
 	n := tc.join(4)
+	received := tc.collect("raft snapshot received", 4)
 	if err := tc.changeReplicas(ctx, 0, cluster.ReplicaChange{Add: 4}); err != nil {
 		t.Fatal(err)
 	}
 	tc.requireSnapshot(4, 0)
 	tc.awaitMany(ctx, n, 400)
+
+	// What the node received, the leader sent, and both logged it.
+	if err := received.await(ctx, 4, "a snapshot received", func(slog.Record) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Stats().SnapshotsReceived; got != uint64(len(received.of(4))) || got == 0 {
+		t.Errorf("node 4 counts %d snapshots received, and logged %d", got, len(received.of(4)))
+	}
+	var counted, logged, toNew uint64
+	for _, id := range []uint64{1, 2, 3} {
+		counted += tc.node(id).Stats().SnapshotsSent
+		logged += uint64(len(sent.of(id)))
+		for _, r := range sent.of(id) {
+			if uintAttr(r, "to") == 4 {
+				toNew++
+			}
+		}
+	}
+	if toNew == 0 || counted-sentBefore != logged {
+		t.Errorf("the nodes count %d snapshots sent since node 4 joined, and logged %d (%d to node 4)", counted-sentBefore, logged, toNew)
+	}
 }

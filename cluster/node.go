@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	pb "go.etcd.io/raft/v3/raftpb"
-
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/log"
@@ -124,9 +122,18 @@ type Node struct {
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
 	progress  *signal.Signal // fires on every tick and configuration change
-	// confApplied, set by tests, is called on a group's goroutine each time
-	// it applies a configuration change.
-	confApplied atomic.Pointer[func(partition int, cs *pb.ConfState)]
+
+	// Counted for Stats.
+	leaderChanges     atomic.Uint64
+	snapshotsSent     atomic.Uint64
+	snapshotsReceived atomic.Uint64
+
+	memberMu    sync.Mutex
+	membership  Membership   // guarded by memberMu: as last logged
+	memberKnown bool         // guarded by memberMu: membership was logged once
+	member      atomic.Int32 // membership, for Ready without a lock
+
+	unreachable map[uint64]bool // owned by ticker: peers last seen unreachable, for the log
 
 	addrMu    sync.Mutex
 	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
@@ -251,6 +258,7 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		defer n.wg.Done()
 		n.ticker()
 	}()
+	n.checkMembership()
 	n.started.Store(true)
 	return replicas, nil
 }
@@ -332,6 +340,7 @@ func (n *Node) ticker() {
 		case <-n.stop:
 			return
 		case <-ticks:
+			n.checkPeers()
 			for _, g := range n.groups {
 				select {
 				case g.tick <- struct{}{}:

@@ -26,7 +26,11 @@ type Network struct {
 	pending  sync.WaitGroup                     // delayed deliveries
 	stats    NetworkStats                       // guarded by mu
 	links    map[[2]uint64]bool                 // guarded by mu: cut links, both ways
+	counts   map[[2]uint64]*linkCounts          // guarded by mu: by sender and receiver
 }
+
+// linkCounts counts the messages of one sender to one receiver.
+type linkCounts struct{ sent, dropped uint64 }
 
 // Faults are the odds of each fault, per message.
 type Faults struct {
@@ -47,6 +51,7 @@ func NewNetwork(seed uint64) *Network {
 		nodes:    make(map[uint64]func([]cluster.Message)),
 		isolated: make(map[uint64]bool),
 		links:    make(map[[2]uint64]bool),
+		counts:   make(map[[2]uint64]*linkCounts),
 	}
 }
 
@@ -118,6 +123,20 @@ type networkTransport struct {
 	from uint64
 }
 
+// Peer says whether messages from the transport's node to id arrive now:
+// id is attached and neither node is cut off from the other. Sent counts
+// the messages delivered, Dropped those lost.
+func (t networkTransport) Peer(id uint64) (cluster.PeerStats, bool) {
+	nw := t.nw
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	st := cluster.PeerStats{ID: id, Reachable: !nw.closed && nw.nodes[id] != nil && !nw.cutLocked(t.from, id)}
+	if c := nw.counts[[2]uint64{t.from, id}]; c != nil {
+		st.Sent, st.Dropped = c.sent, c.dropped
+	}
+	return st, true
+}
+
 func (t networkTransport) Send(msgs []cluster.Message) {
 	for _, m := range msgs {
 		b, err := cluster.AppendMessages(nil, []cluster.Message{m})
@@ -134,13 +153,20 @@ func (nw *Network) send(from, to uint64, b []byte) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.stats.Sent++
-	if nw.closed || nw.isolated[from] || nw.isolated[to] || nw.links[[2]uint64{min(from, to), max(from, to)}] {
+	c := nw.counts[[2]uint64{from, to}]
+	if c == nil {
+		c = new(linkCounts)
+		nw.counts[[2]uint64{from, to}] = c
+	}
+	if nw.closed || nw.cutLocked(from, to) {
 		nw.stats.Dropped++
+		c.dropped++
 		return
 	}
 	f := nw.faults
 	if f.Drop > 0 && nw.rand.Float64() < f.Drop {
 		nw.stats.Dropped++
+		c.dropped++
 		return
 	}
 	copies := 1
@@ -154,7 +180,7 @@ func (nw *Network) send(from, to uint64, b []byte) {
 			delay = time.Duration(nw.rand.Int64N(int64(f.MaxDelay) + 1))
 		}
 		if delay == 0 {
-			nw.deliverLocked(to, b)
+			nw.deliverLocked(from, to, b)
 			continue
 		}
 		nw.stats.Delayed++
@@ -163,21 +189,31 @@ func (nw *Network) send(from, to uint64, b []byte) {
 			defer nw.pending.Done()
 			nw.mu.Lock()
 			defer nw.mu.Unlock()
-			if !nw.closed && !nw.isolated[from] && !nw.isolated[to] && !nw.links[[2]uint64{min(from, to), max(from, to)}] {
-				nw.deliverLocked(to, b)
+			if !nw.closed && !nw.cutLocked(from, to) {
+				nw.deliverLocked(from, to, b)
+			} else {
+				c.dropped++
 			}
 		})
 	}
 }
 
+// cutLocked reports whether messages between a and b are cut.
+func (nw *Network) cutLocked(a, b uint64) bool {
+	return nw.isolated[a] || nw.isolated[b] || nw.links[[2]uint64{min(a, b), max(a, b)}]
+}
+
 // deliverLocked hands a message to its node, if attached. Receive never
 // blocks, so it may run under mu.
-func (nw *Network) deliverLocked(to uint64, b []byte) {
+func (nw *Network) deliverLocked(from, to uint64, b []byte) {
+	c := nw.counts[[2]uint64{from, to}]
 	receive := nw.nodes[to]
 	if receive == nil {
 		nw.stats.Dropped++
+		c.dropped++
 		return
 	}
+	c.sent++
 	msgs, err := cluster.DecodeMessages(b)
 	if err != nil {
 		panic(err) // what AppendMessages wrote
