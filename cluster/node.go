@@ -38,6 +38,10 @@ type Options struct {
 	// data directory that holds a group's log. It sticks to the data
 	// directory: a node once started with it never founds a cluster.
 	Join bool
+	// Address is where the other nodes reach this node's Raft listener
+	// (host:port), if known: a joining node names it in the command it
+	// says to run to add it.
+	Address string
 	// TickInterval is Raft's clock tick. Zero means 100ms.
 	TickInterval time.Duration
 	// ElectionTicks is how many ticks without a word from a leader make a

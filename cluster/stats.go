@@ -22,8 +22,9 @@ type Stats struct {
 	// SnapshotsSent and SnapshotsReceived count the leader's snapshots
 	// this node sent to lagging followers, and received from a leader.
 	SnapshotsSent, SnapshotsReceived uint64
-	// Peers holds every other node this node knows (its Options.Peers and
-	// the members of its groups' configurations), by id.
+	// Peers holds every other node of the cluster (the members of its
+	// groups' configurations, or its Options.Peers while it has none), by
+	// id.
 	Peers []PeerStats
 	// Membership is where this node stands in the cluster.
 	Membership Membership
@@ -149,10 +150,12 @@ func (n *Node) Stats() Stats {
 	return st
 }
 
-// peers returns every other node this node knows, sorted: its
-// Options.Peers and the members of its groups' configurations.
+// peers returns every other node of the cluster as this node knows it,
+// sorted: the members of its groups' configurations, or, while it has
+// none (a joining node), its Options.Peers. A node removed from every
+// partition is none of them.
 func (n *Node) peers() []uint64 {
-	ids := slices.Clone(n.opts.Peers)
+	var ids []uint64
 	for _, g := range n.groups {
 		g.mu.Lock()
 		cs := g.conf
@@ -161,6 +164,9 @@ func (n *Node) peers() []uint64 {
 		ids = append(ids, cs.GetLearners()...)
 		ids = append(ids, cs.GetLearnersNext()...)
 		ids = append(ids, cs.GetVotersOutgoing()...)
+	}
+	if len(ids) == 0 {
+		ids = slices.Clone(n.opts.Peers)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -182,7 +188,7 @@ func (n *Node) Ready() error {
 	case Removed:
 		return fmt.Errorf("%w (node %d; %s): it serves nothing; stop it", ErrRemoved, n.opts.ID, detail)
 	case Joining:
-		return fmt.Errorf("%w: node %d waits to be added; run offsetd cluster add-node %d against a node of the cluster", ErrNotAdded, n.opts.ID, n.opts.ID)
+		return fmt.Errorf("%w: node %d waits to be added; run %s against a node of the cluster", ErrNotAdded, n.opts.ID, n.addCommand())
 	case Learner:
 		return fmt.Errorf("%w: node %d catches up as a learner of partitions %s", ErrNotAdded, n.opts.ID, detail)
 	}
@@ -205,19 +211,32 @@ func (n *Node) memberState() (Membership, string) {
 			return Member, ""
 		case slices.Contains(cs.GetLearners(), id) || slices.Contains(cs.GetLearnersNext(), id):
 			learning = append(learning, fmt.Sprint(i))
-		case was && len(removedFrom) < 3:
+		case was && len(cs.GetVoters()) > 0:
 			removedFrom = append(removedFrom, fmt.Sprintf("partition %d has voters %v", i, sorted(cs.GetVoters())))
 		}
 	}
 	switch {
 	case len(learning) > 0:
 		return Learner, strings.Join(learning, ",")
-	case len(removedFrom) == 0:
-		// Nothing yet, or only the configurations a joining node replays
-		// on its way to the one that adds it.
-		return Joining, ""
+	case len(removedFrom) > 0:
+		if len(removedFrom) > 3 {
+			removedFrom = append(removedFrom[:3], "...")
+		}
+		return Removed, strings.Join(removedFrom, ", ")
+	case !n.opts.Join:
+		return Member, "" // a founder whose groups have not applied their first configuration yet
 	}
-	return Removed, strings.Join(removedFrom, ", ")
+	// Nothing yet, or only the configurations a joining node replays on its
+	// way to the one that adds it.
+	return Joining, ""
+}
+
+// addCommand is the command that adds this node to every partition.
+func (n *Node) addCommand() string {
+	if n.opts.Address == "" {
+		return fmt.Sprintf("offsetd cluster add-node %d", n.opts.ID)
+	}
+	return fmt.Sprintf("offsetd cluster add-node -raft-addr %s %d", n.opts.Address, n.opts.ID)
 }
 
 // checkMembership logs a change of the node's membership: its removal
@@ -240,7 +259,7 @@ func (n *Node) checkMembership() {
 			"action", "it serves nothing: stop it, and delete its data directory before the machine serves again")
 	case Joining:
 		l.Warn("this node waits to be added to the cluster", "node", n.opts.ID,
-			"action", fmt.Sprintf("run offsetd cluster add-node %d against a node of the cluster", n.opts.ID))
+			"run", n.addCommand(), "against", "any node of the cluster")
 	case Learner:
 		l.Info("this node catches up as a learner", "node", n.opts.ID, "partitions", detail)
 	case Member:

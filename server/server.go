@@ -324,6 +324,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		{path: "/v1/cluster/partitions", methods: map[string]http.HandlerFunc{
 			"GET": s.listReplicas,
 		}},
+		{path: "/v1/cluster/status", methods: map[string]http.HandlerFunc{
+			"GET": s.clusterStatus,
+		}},
 		{path: "/v1/cluster/partitions/{partition}/replicas", methods: map[string]http.HandlerFunc{
 			"POST": s.changeReplicas,
 		}},

@@ -45,7 +45,12 @@ func newAdminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *adminFlags)
 }
 
 func (a *adminFlags) client() (*client.Client, error) {
-	opts := client.Options{}
+	return a.clientFor(a.addr, client.Options{})
+}
+
+// clientFor returns a client of the server at addr with the command's
+// token and CA, and opts' other fields.
+func (a *adminFlags) clientFor(addr string, opts client.Options) (*client.Client, error) {
 	if a.tokenFile != "" {
 		token, err := readToken(a.tokenFile, nil)
 		if err != nil {
@@ -53,7 +58,6 @@ func (a *adminFlags) client() (*client.Client, error) {
 		}
 		opts.Token = token
 	}
-	addr := a.addr
 	if a.caFile != "" {
 		pool, err := readCertPool(a.caFile)
 		if err != nil {
@@ -195,7 +199,10 @@ func admin(ctx context.Context, cmd string, args []string, getenv func(string) s
 		nargs = []int{2}
 		action = cmdGlobalRead
 	case "cluster status":
-		nargs, action = []int{0}, cmdClusterStatus
+		nargs = []int{0}
+		action = func(ctx context.Context, c *client.Client, out io.Writer, _ []string) error {
+			return cmdClusterStatus(ctx, c, out, a)
+		}
 	case "cluster add-node":
 		raftAddr := fs.String("raft-addr", "", "the new node's -raft-listen address, host:port, for the nodes that do not know it")
 		nargs = []int{1}

@@ -39,7 +39,8 @@ Administering a running server (-addr, -token-file, -ca-file; OFFSETD_ADDR, ...)
   offsetd global-read SCOPE on|off  the disaster switch of a scope
 
 Changing a cluster's members (any node; each change goes to the partition's leader):
-  offsetd cluster status            every partition's voters, learners and leader
+  offsetd cluster status            every voter, reachable or not (from the node asked and the
+                                    leaders); every partition's leader, term, replicas and lag
   offsetd cluster add-node [-raft-addr HOST:PORT] ID
                                     add node ID (started with serve -join) to every partition
   offsetd cluster remove-node ID    remove node ID from every partition; then stop it
