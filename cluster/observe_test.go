@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/offsetd/offsetd/cluster"
+	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/server"
 )
 
@@ -344,5 +345,61 @@ func requireStatus(t *testing.T, url string, status int, code string) {
 	}
 	if resp.StatusCode != status || code != "" && !strings.Contains(b.String(), `"code":"`+code+`"`) {
 		t.Fatalf("GET %s: %s %s, want %d %s", url, resp.Status, b.String(), status, code)
+	}
+}
+
+// TestProposalsPending cuts a leader off, its clock stopped so that it
+// keeps believing it leads: what it is asked to commit then waits in its
+// log, counted by offsetd_raft_proposals_pending, until the cluster takes
+// it back, and the count falls to zero.
+func TestProposalsPending(t *testing.T) {
+	tc := newTestCluster(t, 24, 3, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := tc.commit(ctx, "g", 1); err != nil {
+		t.Fatal(err)
+	}
+	leader := tc.awaitPreferred(ctx)(0)
+	ln := tc.node(leader)
+	url := tc.serveHTTP(leader)
+	if m := scrape(t, url); m["offsetd_raft_proposals_pending"] != 0 {
+		t.Fatalf("a quiet leader has %v proposals pending", m["offsetd_raft_proposals_pending"])
+	}
+	tc.freeze(leader, true)
+	tc.nw.Isolate(leader)
+	done := make(chan error, 1)
+	go func() {
+		done <- ln.Coordinator().Commit(ctx, "g", []coordinator.OffsetCommit{{Topic: "t", Offset: 2}})
+	}()
+	other := tc.anyNode(0, leader)
+	awaitStats(ctx, t, ln, other, "a proposal pending", func(st cluster.Stats) bool { return st.ProposalsPending > 0 })
+	if m := scrape(t, url); m["offsetd_raft_proposals_pending"] == 0 {
+		t.Fatal("offsetd_raft_proposals_pending is 0 with a proposal pending")
+	}
+	tc.nw.Heal()
+	tc.freeze(leader, false)
+	if err := <-done; err == nil {
+		t.Log("the cut-off leader's commit went through once healed")
+	}
+	awaitStats(ctx, t, ln, other, "no proposal pending", func(st cluster.Stats) bool { return st.ProposalsPending == 0 })
+	if m := scrape(t, url); m["offsetd_raft_proposals_pending"] != 0 {
+		t.Fatalf("offsetd_raft_proposals_pending is %v once healed", m["offsetd_raft_proposals_pending"])
+	}
+}
+
+// awaitStats waits until n's Stats satisfy ok, looking again at every
+// tick of node clock (n's own may be stopped).
+func awaitStats(ctx context.Context, t *testing.T, n, clock *cluster.Node, what string, ok func(cluster.Stats) bool) {
+	t.Helper()
+	for {
+		wake := clock.Progressed()
+		if ok(n.Stats()) {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			t.Fatalf("node %d: never %s: %v", n.ID(), what, ctx.Err())
+		}
 	}
 }

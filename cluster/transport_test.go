@@ -31,7 +31,7 @@ func FuzzDecodeMessages(f *testing.F) {
 			Snapshot: &pb.Snapshot{Data: []byte("snap"), Metadata: &pb.SnapshotMetadata{Index: new(uint64(40)), ConfState: &pb.ConfState{Voters: []uint64{1, 2, 3}}}}}},
 	))
 	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}) // a partition varint too long
-	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})                          // a length beyond the bytes
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})                            // a length beyond the bytes
 	f.Fuzz(func(t *testing.T, b []byte) {
 		msgs, err := cluster.DecodeMessages(b)
 		if err != nil {

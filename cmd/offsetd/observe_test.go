@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,31 +32,10 @@ func TestClusterPeerUnreachableAfterSIGKILL(t *testing.T) {
 	}
 	start := func(id int) *process {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "-data", filepath.Join(tmp, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "2",
+		p := startProcess(t, bin, "serve", "-data", filepath.Join(tmp, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "2",
 			"-kafka-listen=", "-node-id", fmt.Sprint(id), "-peers", strings.Join(peers, ","), "-raft-listen", raft[id-1])
-		p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-		cmd.Stderr = p.stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() {
-			cmd.Wait()
-			t.Fatalf("node %d printed nothing:\n%s", id, p.stderr)
-		}
-		p.url, _ = parseListening(t, sc.Text())
-		go func() {
-			for sc.Scan() { // keep the pipe drained
-			}
-			p.err = cmd.Wait()
-			close(p.exited)
-		}()
 		t.Cleanup(func() {
-			cmd.Process.Kill()
+			p.cmd.Process.Kill()
 			<-p.exited
 		})
 		return p
