@@ -134,7 +134,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	}
 	hs := &http.Server{
 		Handler:           s,
-		TLSConfig:         tlsConfig,
+		TLSConfig:         tlsConfig.Clone(), // its own: ServeTLS adds its protocols, while the Raft and Kafka listeners read theirs
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
