@@ -64,6 +64,7 @@ type group struct {
 	failed    error                   // guarded by mu
 	conf      *pb.ConfState           // guarded by mu: the configuration applied last
 	wasMember bool                    // guarded by mu: this node was in the configuration once (a founder always was)
+	evicted   bool                    // guarded by mu: the leader says this node is no member, though conf has it
 	term      uint64                  // guarded by mu: the term as this node knows it
 	commit    uint64                  // guarded by mu: the commit index as this node knows it
 	followers []Follower              // guarded by mu: how the followers fare, while this node leads

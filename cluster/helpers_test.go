@@ -93,6 +93,12 @@ func (tc *testCluster) watchLog(id uint64, fn func(r slog.Record)) (stop func())
 	tc.mu.Lock()
 	h := tc.logs[id]
 	tc.mu.Unlock()
+	return h.watch(fn)
+}
+
+// watch has fn called with every record logged from now on, until the
+// returned function is called.
+func (h *testLog) watch(fn func(r slog.Record)) (stop func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watchers == nil {

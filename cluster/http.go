@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,10 @@ const (
 	headerFrom      = "X-Offsetd-From"
 	headerAdvertise = "X-Offsetd-Advertise"
 	headerRaft      = "X-Offsetd-Raft"
+	// headerNotMember, in an answer, lists the partitions whose leader
+	// does not have the sender in its configuration: a node removed while
+	// it was cut off learns it so.
+	headerNotMember = "X-Offsetd-Not-Member"
 )
 
 // HTTPOptions configures an HTTPTransport.
@@ -68,11 +73,12 @@ type HTTPOptions struct {
 // A peer that is down or slow loses messages (its queue is bounded), which
 // Raft survives.
 type HTTPTransport struct {
-	opts  HTTPOptions
-	mu    sync.RWMutex
-	peers map[uint64]*peer // guarded by mu
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	opts      HTTPOptions
+	notMember atomic.Pointer[func(partitions []int)] // set by the Node: see headerNotMember
+	mu        sync.RWMutex
+	peers     map[uint64]*peer // guarded by mu
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // peer is what an HTTPTransport keeps of one peer.
@@ -252,10 +258,31 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if v := resp.Header.Get(headerNotMember); v != "" {
+		if fn := t.notMember.Load(); fn != nil {
+			(*fn)(parsePartitions(v))
+		}
+	}
 	if resp.StatusCode != http.StatusNoContent {
 		return fmt.Errorf("POST %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// onNotMember has fn called with the partitions whose leaders answer
+// that this node is no member of them.
+func (t *HTTPTransport) onNotMember(fn func(partitions []int)) { t.notMember.Store(&fn) }
+
+// parsePartitions parses a comma-separated list of partitions, skipping
+// what is not one.
+func parsePartitions(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if p, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && p >= 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Close stops the senders; what is queued is dropped.
@@ -295,12 +322,20 @@ func Handler(n *Node, token string) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64); err == nil && from != 0 {
+		from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
+		if err == nil && from != 0 {
 			if addr := r.Header.Get(headerAdvertise); addr != "" {
 				n.SetAddress(from, addr)
 			}
 			if addr := r.Header.Get(headerRaft); addr != "" {
 				n.addPeer(from, addr)
+			}
+			if parts := n.notMemberOf(from, msgs); len(parts) > 0 {
+				s := make([]string, len(parts))
+				for i, p := range parts {
+					s[i] = strconv.Itoa(p)
+				}
+				w.Header().Set(headerNotMember, strings.Join(s, ","))
 			}
 		}
 		n.Receive(msgs)

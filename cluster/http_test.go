@@ -3,9 +3,11 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/offsetd/offsetd/cluster"
@@ -17,6 +19,8 @@ type httpMember struct {
 	node      *cluster.Node
 	transport *cluster.HTTPTransport
 	server    *http.Server
+	closed    *atomic.Bool // set, the node's Raft listener answers 503 to everything
+	log       *testLog
 }
 
 // startHTTPCluster starts size nodes that talk over HTTP on loopback;
@@ -62,14 +66,23 @@ func startHTTPCluster(t *testing.T, size uint64, knows func(id, other uint64) bo
 			}
 		}
 		tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Address: addrs[id], Token: "secret", Logger: quiet})
+		log := &testLog{}
 		n, err := cluster.Open(filepath.Join(dir, fmt.Sprint(id)), coordinator.Options{Partitions: 2, Logger: quiet},
-			cluster.Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: quiet})
+			cluster.Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: slog.New(log)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := &http.Server{Handler: cluster.Handler(n, "secret")}
+		closed := new(atomic.Bool)
+		h := cluster.Handler(n, "secret")
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if closed.Load() {
+				http.Error(w, "closed by the test", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})}
 		go srv.Serve(listeners[id])
-		members[id] = &httpMember{node: n, transport: tr, server: srv}
+		members[id] = &httpMember{node: n, transport: tr, server: srv, closed: closed, log: log}
 	}
 	return members, addrs, stop
 }

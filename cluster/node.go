@@ -147,6 +147,12 @@ type Node struct {
 
 var _ coordinator.Replication = (*Node)(nil)
 
+// notMemberListener is a Transport that hears the leaders that say this
+// node is no member of their partitions (the HTTP transport does).
+type notMemberListener interface {
+	onNotMember(fn func(partitions []int))
+}
+
 // Open opens the data directory dir as a member of a cluster: a
 // coordinator (copts, whose Replication it sets) whose partitions are Raft
 // groups over opts.Peers. It returns once the partitions have loaded; they
@@ -164,6 +170,9 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 		opts.Join = joined
 	}
 	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
+	if nm, ok := opts.Transport.(notMemberListener); ok {
+		nm.onNotMember(n.toldNotMember)
+	}
 	copts.Replication = n
 	copts.LoadInBackground = false
 	c, err := coordinator.Open(dir, copts)

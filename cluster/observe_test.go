@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,6 +401,69 @@ func awaitStats(ctx context.Context, t *testing.T, n, clock *cluster.Node, what 
 		case <-wake:
 		case <-ctx.Done():
 			t.Fatalf("node %d: never %s: %v", n.ID(), what, ctx.Err())
+		}
+	}
+}
+
+// TestRemovedWhileCutOff removes a node from every partition while it
+// receives nothing, so that it never applies its removal: the partitions'
+// leaders, hearing from it (its elections, which they ignore), answer that
+// it is no member, and it says it was removed and is not ready.
+func TestRemovedWhileCutOff(t *testing.T) {
+	const parts = 2
+	members, _, _ := startHTTPCluster(t, 3, func(_, _ uint64) bool { return true })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	gone := members[3]
+	for p := range parts {
+		if _, err := gone.node.AwaitLeader(ctx, p, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gone.node.Ready(); err != nil {
+		t.Fatalf("node 3 before its removal: %v", err)
+	}
+	removed := make(chan struct{})
+	once := sync.OnceFunc(func() { close(removed) })
+	defer gone.log.watch(func(r slog.Record) {
+		if r.Message == "this node was removed from the cluster" {
+			once()
+		}
+	})()
+	gone.closed.Store(true) // from now on node 3 hears nothing
+
+	for p := range parts {
+		for {
+			leader, err := members[1].node.AwaitLeader(ctx, p, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = members[leader].node.ChangeReplicas(ctx, p, cluster.ReplicaChange{Remove: 3})
+			var nle *coordinator.NotLeaderError
+			if errors.As(err, &nle) {
+				continue // the lead moved meanwhile
+			}
+			if err != nil {
+				t.Fatalf("removing node 3 from partition %d on node %d: %v", p, leader, err)
+			}
+			break
+		}
+	}
+	select {
+	case <-removed:
+	case <-ctx.Done():
+		t.Fatalf("node 3 never logged its removal: %v", ctx.Err())
+	}
+	if err := gone.node.Ready(); !errors.Is(err, cluster.ErrRemoved) {
+		t.Fatalf("node 3 after its removal: Ready %v, want ErrRemoved", err)
+	}
+	for p := range parts {
+		r, err := gone.node.Replicas(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(r.Voters, 3) {
+			t.Fatalf("node 3 applied its removal from partition %d (%+v): it was not cut off", p, r)
 		}
 	}
 }

@@ -204,9 +204,11 @@ func (n *Node) memberState() (Membership, string) {
 	id := n.opts.ID
 	for i, g := range n.groups {
 		g.mu.Lock()
-		cs, was := g.conf, g.wasMember
+		cs, was, evicted := g.conf, g.wasMember, g.evicted
 		g.mu.Unlock()
 		switch {
+		case evicted:
+			removedFrom = append(removedFrom, fmt.Sprintf("partition %d's leader says this node is not a member", i))
 		case slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetVotersOutgoing(), id):
 			return Member, ""
 		case slices.Contains(cs.GetLearners(), id) || slices.Contains(cs.GetLearnersNext(), id):
@@ -237,6 +239,56 @@ func (n *Node) addCommand() string {
 		return fmt.Sprintf("offsetd cluster add-node %d", n.opts.ID)
 	}
 	return fmt.Sprintf("offsetd cluster add-node -raft-addr %s %d", n.opts.Address, n.opts.ID)
+}
+
+// notMemberOf returns the partitions of msgs, sent by node from, that this
+// node leads, having applied every entry before its term, and whose
+// configuration does not have from: their leader's word that from was
+// removed (a leader applies a change that adds a node before it sends it
+// anything).
+func (n *Node) notMemberOf(from uint64, msgs []Message) []int {
+	if !n.started.Load() {
+		return nil
+	}
+	var out []int
+	for _, m := range msgs {
+		if m.Partition < 0 || m.Partition >= len(n.groups) || slices.Contains(out, m.Partition) {
+			continue
+		}
+		g := n.groups[m.Partition]
+		g.mu.Lock()
+		current := g.leader == n.opts.ID && g.termStart != 0 && g.delivered.Load() >= g.termStart
+		member := hasMember(g.conf, from)
+		g.mu.Unlock()
+		if current && !member {
+			out = append(out, m.Partition)
+		}
+	}
+	return out
+}
+
+// toldNotMember records the word of partitions' leaders that this node is
+// no member of them, though it never applied the change that removed it
+// (it was cut off as it was committed).
+func (n *Node) toldNotMember(partitions []int) {
+	changed := false
+	for _, p := range partitions {
+		if p < 0 || p >= len(n.groups) {
+			continue
+		}
+		g := n.groups[p]
+		g.mu.Lock()
+		news := !g.evicted
+		g.evicted = true
+		g.mu.Unlock()
+		if news {
+			changed = true
+			n.opts.Logger.Warn("the leader of a partition says this node is not a member of it", "partition", p)
+		}
+	}
+	if changed {
+		n.checkMembership()
+	}
 }
 
 // checkMembership logs a change of the node's membership: its removal
