@@ -176,6 +176,7 @@ func (g *group) run(stop <-chan struct{}) {
 		case <-g.tick:
 			g.rn.Tick()
 			g.balance()
+			g.noteFollowers()
 		case fn := <-g.calls:
 			fn(nil)
 		case <-g.handoff:
@@ -252,6 +253,23 @@ func (g *group) balance() {
 	if ready {
 		g.rn.TransferLeader(preferred)
 	}
+}
+
+// noteFollowers records, while this node leads, how each follower fares,
+// for Stats: once a tick is often enough for an operator, and raft updates
+// RecentActive once an election timeout anyway.
+func (g *group) noteFollowers() {
+	var followers []Follower
+	if st := g.rn.BasicStatus(); st.RaftState == raft.StateLeader {
+		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			if id != g.node.opts.ID {
+				followers = append(followers, Follower{ID: id, Active: pr.RecentActive, Match: pr.Match})
+			}
+		})
+	}
+	g.mu.Lock()
+	g.followers = followers
+	g.mu.Unlock()
 }
 
 // handOff hands the lead, if this node has it, to the node that is up and
@@ -436,18 +454,13 @@ func (g *group) handle(rd raft.Ready) error {
 		g.node.opts.Logger.Info("raft leader changed", "partition", g.partition, "term", st.GetTerm(), "old", g.seenLead, "new", st.Lead)
 		g.seenLead, g.seenTerm = st.Lead, st.GetTerm()
 	}
-	var followers []Follower
-	if g.leadTerm != 0 {
-		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-			if id != g.node.opts.ID {
-				followers = append(followers, Follower{ID: id, Active: pr.RecentActive, Match: pr.Match})
-			}
-		})
-	}
 	g.mu.Lock()
 	changed := g.leader != st.Lead || g.termStart != termStart
 	g.leader, g.termStart = st.Lead, termStart
-	g.term, g.commit, g.followers = st.GetTerm(), st.GetCommit(), followers
+	g.term, g.commit = st.GetTerm(), st.GetCommit()
+	if g.leadTerm == 0 {
+		g.followers = nil
+	}
 	g.queue = append(g.queue, out...)
 	g.nudge = g.nudge || changed
 	g.mu.Unlock()

@@ -49,7 +49,13 @@ func cmdClusterStatus(ctx context.Context, c *client.Client, out io.Writer, a *a
 		}
 	}
 	for _, p := range asked.Peers {
-		if p.Address == "" || !members[p.ID] {
+		if !members[p.ID] {
+			continue
+		}
+		if p.Address == "" {
+			mu.Lock()
+			failed[p.ID] = fmt.Errorf("node %d does not know where it serves clients (nodes learn it from each other's Raft messages)", asked.Node)
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)

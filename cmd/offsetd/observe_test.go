@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +71,12 @@ func TestClusterPeerUnreachableAfterSIGKILL(t *testing.T) {
 		if took > twoElectionTimeouts {
 			t.Errorf("node %d read node 3 unreachable %v after its SIGKILL, more than two election timeouts (%v)", id, took, twoElectionTimeouts)
 		}
+	}
+
+	// cluster status, asked of node 1, shows node 3 unreachable.
+	status := mustRun(t, 0, map[string]string{"OFFSETD_ADDR": procs[1].url}, "cluster", "status")
+	if !regexp.MustCompile(`(?m)^3 +\S+ +no +`).MatchString(status) || !strings.Contains(status, "\nnode 3 did not answer: ") {
+		t.Errorf("cluster status with node 3 killed:\n%s", status)
 	}
 
 	procs[3] = start(3)
