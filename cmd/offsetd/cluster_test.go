@@ -39,6 +39,16 @@ func freeAddrs(t *testing.T, n int) []string {
 	return out
 }
 
+// peersOf returns the -peers entries of nodes 1, 2, ... whose Raft
+// listeners are at raft.
+func peersOf(raft []string) []string {
+	var peers []string
+	for i, a := range raft {
+		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
+	}
+	return peers
+}
+
 // startCluster runs three offsetd serve nodes of one cluster in this
 // process, with args added to each command line; it returns them by id,
 // and their Raft addresses.
@@ -46,10 +56,7 @@ func startCluster(t *testing.T, args ...string) (map[int]served, []string) {
 	t.Helper()
 	addrs := freeAddrs(t, 6)
 	raft, api := addrs[:3], addrs[3:]
-	var peers []string
-	for i, a := range raft {
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
-	}
+	peers := peersOf(raft)
 	dir := t.TempDir()
 	nodes := map[int]served{}
 	for i := range 3 {
@@ -181,10 +188,7 @@ func TestServeCluster(t *testing.T) {
 func TestServeClusterMembers(t *testing.T) {
 	addrs := freeAddrs(t, 8)
 	raft, api := addrs[:4], addrs[4:]
-	var peers []string
-	for i, a := range raft[:3] {
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
-	}
+	peers := peersOf(raft[:3])
 	dir := t.TempDir()
 	env := map[string]string{"OFFSETD_KAFKA_LISTEN": ""}
 	nodeArgs := func(id int, peers []string) []string {

@@ -94,10 +94,7 @@ func TestClusterSIGKILL(t *testing.T) {
 	bin := buildBinary(t, tmp)
 	addrs := freeAddrs(t, 6)
 	raft, api := addrs[:3], addrs[3:]
-	var peers []string
-	for i, a := range raft {
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
-	}
+	peers := peersOf(raft)
 	var mu sync.Mutex
 	procs := map[int]*process{}
 	start := func(id int) {

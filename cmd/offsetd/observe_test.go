@@ -27,10 +27,7 @@ func TestClusterPeerUnreachableAfterSIGKILL(t *testing.T) {
 	bin := buildBinary(t, tmp)
 	addrs := freeAddrs(t, 6)
 	raft, api := addrs[:3], addrs[3:]
-	var peers []string
-	for i, a := range raft {
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
-	}
+	peers := peersOf(raft)
 	start := func(id int) *process {
 		t.Helper()
 		p := startProcess(t, bin, "serve", "-data", filepath.Join(tmp, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "2",
