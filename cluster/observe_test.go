@@ -236,6 +236,7 @@ func TestPeerReachability(t *testing.T) {
 	tc := newTestCluster(t, 22, 3, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
+	tc.awaitPreferred(ctx) // node 1 leads partition 0: it sends node 3 heartbeats
 	if err := tc.commit(ctx, "g", 1); err != nil {
 		t.Fatal(err)
 	}
