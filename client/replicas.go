@@ -12,6 +12,10 @@ import (
 // partition's replicas asked while another is under way.
 var ErrChangePending = errors.New("client: a change of the partition's replicas is under way")
 
+// ErrNodeRemoved matches a 410 with code node_removed: the node asked was
+// removed from its cluster and serves nothing; ask another.
+var ErrNodeRemoved = errors.New("client: the node was removed from its cluster")
+
 // Replicas is a partition's configuration in a cluster: its voters, the
 // nodes being added (learners) and, during a joint change, the voters of
 // the configuration it leaves.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -266,8 +267,8 @@ func TestServeClusterMembers(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}
-	if code, body := httpGet(t, nodes[1].url+"/v1/groups/g/offsets"); code != http.StatusGone || !strings.Contains(body, "removed from the cluster") {
-		t.Fatalf("a read through removed node 1: %d %s, want 410 naming the removal", code, body)
+	if _, err := clientOf(1).Offset(ctx, "g", "t", 0); !errors.Is(err, client.ErrNodeRemoved) || !strings.Contains(err.Error(), "removed from the cluster") {
+		t.Fatalf("a read through removed node 1: %v, want ErrNodeRemoved naming the removal", err)
 	}
 	if !strings.Contains(nodes[1].stderr.String(), "this node was removed from the cluster") {
 		t.Fatalf("node 1 does not log its removal:\n%s", nodes[1].stderr)
