@@ -464,6 +464,9 @@ func TestAddNodeFromSnapshot(t *testing.T) {
 	if got := n.Stats().SnapshotsReceived; got != uint64(len(received.of(4))) || got == 0 {
 		t.Errorf("node 4 counts %d snapshots received, and logged %d", got, len(received.of(4)))
 	}
+	if m := scrape(t, tc.serveHTTP(4)); m["offsetd_raft_snapshots_received_total"] != float64(len(received.of(4))) {
+		t.Errorf("node 4: offsetd_raft_snapshots_received_total %v, with %d logged", m["offsetd_raft_snapshots_received_total"], len(received.of(4)))
+	}
 	var counted, logged, toNew uint64
 	for _, id := range []uint64{1, 2, 3} {
 		counted += tc.node(id).Stats().SnapshotsSent
@@ -476,5 +479,12 @@ func TestAddNodeFromSnapshot(t *testing.T) {
 	}
 	if toNew == 0 || counted-sentBefore != logged {
 		t.Errorf("the nodes count %d snapshots sent since node 4 joined, and logged %d (%d to node 4)", counted-sentBefore, logged, toNew)
+	}
+	var scraped float64
+	for _, id := range []uint64{1, 2, 3} {
+		scraped += scrape(t, tc.serveHTTP(id))["offsetd_raft_snapshots_sent_total"]
+	}
+	if scraped < float64(counted) { // a snapshot sent meanwhile may add to it
+		t.Errorf("offsetd_raft_snapshots_sent_total sums to %v over the nodes, which counted %d before", scraped, counted)
 	}
 }

@@ -197,6 +197,13 @@ func TestLeaderChangeMetricAndLog(t *testing.T) {
 	if got := after[`offsetd_raft_leader{partition="0"}`]; got != 1 {
 		t.Errorf("new leader %d: offsetd_raft_leader{partition=\"0\"} = %v, want 1", next, got)
 	}
+	// The commit acknowledged by the new leader moved its commit index, and
+	// it applied what it acknowledged.
+	commit, applied := after[`offsetd_raft_commit_index{partition="0"}`], after[`offsetd_raft_applied_index{partition="0"}`]
+	if commit <= before[next][`offsetd_raft_commit_index{partition="0"}`] || applied != commit {
+		t.Errorf("new leader %d: commit index %v (was %v), applied index %v; want it moved, and all applied",
+			next, commit, before[next][`offsetd_raft_commit_index{partition="0"}`], applied)
+	}
 	for _, id := range stay {
 		m := scrape(t, urls[id])
 		recs := changes.of(id)
@@ -303,9 +310,24 @@ func TestJoinAndRemovalReadiness(t *testing.T) {
 	}
 
 	removed := tc.collect("this node was removed from the cluster", 4)
+	changes := tc.collect("raft configuration changed", 1)
 	for p := range parts {
 		if err := tc.changeReplicas(ctx, p, cluster.ReplicaChange{Add: 4}); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for p := range parts { // each step of each addition, as node 1 applies it
+		for _, step := range []struct {
+			what string
+			in   string
+		}{{"node 4 a learner", "learners"}, {"node 4 a voter", "voters"}} {
+			if err := changes.await(ctx, 1, fmt.Sprintf("partition %d making %s", p, step.what), func(r slog.Record) bool {
+				part, _ := attr(r, "partition")
+				ids, _ := attr(r, step.in)
+				return part.Int64() == int64(p) && slices.Contains(ids.Any().([]uint64), 4)
+			}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := n.Ready(); err != nil {
