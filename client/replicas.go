@@ -144,3 +144,10 @@ func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
 	var out ClusterStatus
 	return out, rep.decode(&out)
 }
+
+// At returns a client of another server, at addr (host:port), with this
+// client's scheme, token, HTTP client and retries: the way to ask each
+// node of a cluster for its own status.
+func (c *Client) At(addr string) (*Client, error) {
+	return New(c.base.Scheme+"://"+addr, Options{HTTPClient: c.http, Token: c.token, Retries: c.retries, MaxRetryWait: c.maxWait})
+}

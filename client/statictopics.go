@@ -201,11 +201,23 @@ func (c *Client) TranslateToLogic(ctx context.Context, topic, scope, broker stri
 	return out.QueueID, out.LogicOffset, err
 }
 
-// SetGlobalRead turns scope's disaster switch on or off.
+// SetGlobalRead turns scope's disaster switch on or off. A scope that
+// holds no static topic, with its switch off, is ErrNotFound.
 func (c *Client) SetGlobalRead(ctx context.Context, scope string, enabled bool) error {
+	return c.setGlobalRead(ctx, scope, enabled, false)
+}
+
+// ForceSetGlobalRead is SetGlobalRead for a scope whose static topics are
+// yet to come.
+func (c *Client) ForceSetGlobalRead(ctx context.Context, scope string, enabled bool) error {
+	return c.setGlobalRead(ctx, scope, enabled, true)
+}
+
+func (c *Client) setGlobalRead(ctx context.Context, scope string, enabled, force bool) error {
 	body := struct {
 		Enabled bool `json:"enabled"`
-	}{enabled}
+		Force   bool `json:"force,omitempty"`
+	}{enabled, force}
 	_, err := c.do(ctx, call{method: "PUT", path: segments("v1", "scopes", scope, "global-read"), body: body})
 	return err
 }

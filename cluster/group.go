@@ -50,11 +50,14 @@ type group struct {
 	outbox    []Message
 	reading   map[uint64]chan readResult // ReadIndex calls by request id
 	nextRead  uint64
-	leadTerm  uint64 // the term this node leads, 0 when it does not
-	startTerm uint64 // the term whose first committed entry termStart is
-	applied   uint64 // the last index handed to the coordinator
-	seenLead  uint64 // the last leader this node knew of, for the log
-	seenTerm  uint64 // its term
+	leadTerm  uint64            // the term this node leads, 0 when it does not
+	startTerm uint64            // the term whose first committed entry termStart is
+	applied   uint64            // the last index handed to the coordinator
+	seenLead  uint64            // the last leader this node knew of, for the log
+	seenTerm  uint64            // its term
+	ticks     uint64            // ticks so far, for heard
+	heard     map[uint64]uint64 // while leading: the tick each follower was last seen active
+	heardTerm uint64            // the term heard is of
 
 	mu        sync.Mutex
 	leader    uint64                  // guarded by mu
@@ -256,15 +259,32 @@ func (g *group) balance() {
 }
 
 // noteFollowers records, while this node leads, how each follower fares,
-// for Stats: once a tick is often enough for an operator, and raft updates
-// RecentActive once an election timeout anyway.
+// for Stats; once a tick is often enough for an operator. raft clears
+// RecentActive at each check of the quorum (every election timeout) and
+// sets it again at the follower's next answer, so a follower counts as
+// active while it was seen active within the last election timeout; a
+// new leader, or a new follower, gets one election timeout to be heard
+// from, as raft gives a new leader before it checks its quorum.
 func (g *group) noteFollowers() {
+	g.ticks++
 	var followers []Follower
 	if st := g.rn.BasicStatus(); st.RaftState == raft.StateLeader {
+		if g.heardTerm != st.GetTerm() {
+			g.heardTerm = st.GetTerm()
+			clear(g.heard)
+		}
+		if g.heard == nil {
+			g.heard = make(map[uint64]uint64)
+		}
 		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-			if id != g.node.opts.ID {
-				followers = append(followers, Follower{ID: id, Active: pr.RecentActive, Match: pr.Match})
+			if id == g.node.opts.ID {
+				return
 			}
+			if _, ok := g.heard[id]; !ok || pr.RecentActive {
+				g.heard[id] = g.ticks
+			}
+			active := g.ticks-g.heard[id] <= uint64(g.node.opts.ElectionTicks)
+			followers = append(followers, Follower{ID: id, Active: active, Match: pr.Match})
 		})
 	}
 	g.mu.Lock()

@@ -263,6 +263,18 @@ func TestPeerReachability(t *testing.T) {
 	if err := tc.commit(ctx, "g", 2); err != nil { // heartbeats to node 3 are lost meanwhile
 		t.Fatal(err)
 	}
+	// Node 1, leading partition 0, stops hearing from node 3 too.
+	heard := func(want bool) func(cluster.Stats) bool {
+		return func(st cluster.Stats) bool {
+			for _, f := range st.Partitions[0].Followers {
+				if f.ID == 3 {
+					return f.Active == want
+				}
+			}
+			return false
+		}
+	}
+	awaitStats(ctx, t, tc.node(1), tc.node(2), "node 3 inactive as leader of partition 0", heard(false))
 	m := scrape(t, url)
 	if m[`offsetd_raft_peer_reachable{peer="3"}`] != 0 || m[`offsetd_raft_peer_reachable{peer="2"}`] != 1 {
 		t.Errorf("node 3 cut off: reachable{3} %v, reachable{2} %v; want 0 and 1",
@@ -284,6 +296,7 @@ func TestPeerReachability(t *testing.T) {
 	if m := scrape(t, url); m[`offsetd_raft_peer_reachable{peer="3"}`] != 1 {
 		t.Errorf("node 3 back: reachable %v, want 1", m[`offsetd_raft_peer_reachable{peer="3"}`])
 	}
+	awaitStats(ctx, t, tc.node(1), tc.node(2), "node 3 active again as leader of partition 0", heard(true))
 }
 
 // TestJoinAndRemovalReadiness follows a node through its life in a

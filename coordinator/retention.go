@@ -3,6 +3,9 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -54,18 +57,32 @@ func (c *Coordinator) expireSome(ctx context.Context, p *partition) (int, error)
 			if len(idle) == 0 {
 				return nil, nil, errNoChange
 			}
-			return encodeExpireGroups(dst, idle), len(idle), nil
+			return encodeExpireGroups(dst, idle), idle, nil
 		},
 	})
 	if err != nil {
 		return 0, err
 	}
-	n := res.out.(int)
-	c.opts.Logger.Info("expired idle groups", "partition", p.id, "groups", n, "retention", c.opts.Retention)
+	idle := res.out.([]string)
+	n := len(idle)
+	slices.Sort(idle)
+	c.opts.Logger.Info("expired idle groups", "partition", p.id, "groups", n, "names", firstNames(idle, maxLoggedNames), "retention", c.opts.Retention)
 	if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
 		mo.ObserveExpire(p.id, n)
 	}
 	return n, nil
+}
+
+// maxLoggedNames bounds the names a log line lists: an expiry of 1000
+// groups logs the first ones and how many more.
+const maxLoggedNames = 10
+
+// firstNames lists at most limit of names, and how many it left out.
+func firstNames(names []string, limit int) string {
+	if len(names) <= limit {
+		return strings.Join(names, ",")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ","), len(names)-limit)
 }
 
 // sweep expires groups every RetentionCheckInterval until Close.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 
@@ -84,12 +85,32 @@ func (c *Coordinator) RemapStaticTopic(ctx context.Context, topic, scope string,
 		return statictopic.Mapping{}, err
 	}
 	moves = slices.Clone(moves) // read by the writer, maybe after the caller gave up
-	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
+	var from int64              // the epoch remapped, set by the writer
+	m, err := c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored == nil {
 			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
 		}
+		from = stored.Epoch
 		return statictopic.Remap(*stored, moves, statictopic.NextEpoch(stored.Epoch, now), now)
 	})
+	if err == nil {
+		c.logRemap(m, from, moves)
+	}
+	return m, err
+}
+
+// logRemap logs a remap that moved queues: an operator reading the log
+// after an incident sees which queues went where, and when.
+func (c *Coordinator) logRemap(m statictopic.Mapping, from int64, moves []statictopic.QueueMove) {
+	if len(moves) == 0 || m.Epoch == from {
+		return
+	}
+	list := make([]string, len(moves))
+	for i, mv := range moves {
+		list[i] = fmt.Sprintf("%d->%s", mv.QueueID, mv.ToBroker)
+	}
+	c.opts.Logger.Info("static topic remapped", "topic", m.Topic, "scope", m.Scope, "epoch", m.Epoch, "previous_epoch", from,
+		"moves", len(moves), "queues", firstNames(list, maxLoggedNames))
 }
 
 // PutStaticTopic stores a whole mapping, as an import or a sync from another
@@ -311,7 +332,9 @@ func (c *Coordinator) RemapStaticTopicToBrokers(ctx context.Context, topic, scop
 		return statictopic.Mapping{}, err
 	}
 	brokers, maxOffsets = slices.Clone(brokers), maps.Clone(maxOffsets)
-	return c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
+	var from int64                      // the epoch remapped, set by the writer
+	var planned []statictopic.QueueMove // set by the writer
+	m, err := c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored == nil {
 			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
 		}
@@ -329,8 +352,13 @@ func (c *Coordinator) RemapStaticTopicToBrokers(ctx context.Context, topic, scop
 		if len(moves) == 0 {
 			return *stored, errNoChange
 		}
+		from, planned = stored.Epoch, moves
 		return statictopic.Remap(*stored, moves, statictopic.NextEpoch(stored.Epoch, now), now)
 	})
+	if err == nil {
+		c.logRemap(m, from, planned)
+	}
+	return m, err
 }
 
 // fillMaxOffsets sets the OldLeaderMaxOffset of every move that lacks one
@@ -378,22 +406,28 @@ func (c *Coordinator) TrimStaticTopic(ctx context.Context, topic, scope string, 
 		return statictopic.Mapping{}, err
 	}
 	queues = slices.Clone(queues)
+	dropped := 0 // items the trim drops, set by the writer
 	m, err := c.changeMapping(ctx, topic, sc, func(stored *statictopic.Mapping, now int64) (statictopic.Mapping, error) {
 		if stored == nil {
 			return statictopic.Mapping{}, fmt.Errorf("%w: static topic %q in scope %q", ErrNotFound, topic, sc)
 		}
-		out, dropped, err := statictopic.Trim(*stored, queues, below, statictopic.NextEpoch(stored.Epoch, now))
+		out, items, err := statictopic.Trim(*stored, queues, below, statictopic.NextEpoch(stored.Epoch, now))
 		if err != nil {
 			return statictopic.Mapping{}, err
 		}
-		if len(dropped) == 0 {
+		if len(items) == 0 {
 			return *stored, errNoChange
 		}
-		if err := c.checkForced(statictopic.CheckReaders(*stored, dropped, committed), force, out); err != nil {
+		if err := c.checkForced(statictopic.CheckReaders(*stored, items, committed), force, out); err != nil {
 			return statictopic.Mapping{}, err
 		}
+		dropped = len(items)
 		return out, nil
 	})
+	if err == nil && dropped > 0 {
+		c.opts.Logger.Info("static topic trimmed", "topic", m.Topic, "scope", m.Scope, "epoch", m.Epoch,
+			"below", below, "items_dropped", dropped, "forced", force)
+	}
 	return m, err
 }
 
@@ -449,8 +483,25 @@ func (c *Coordinator) WatchStaticTopic(topic string) (mappings, switches <-chan 
 // SetGlobalRead turns scope's disaster switch on or off. While it is on,
 // consumers in every other scope also see this scope's logic queues of the
 // same topics, to drain what it left unconsumed; producers still see only
-// their own scope. The switch is a durable record.
+// their own scope. The switch is a durable record, and logged.
+//
+// A scope that holds no static topic and whose switch is off fails with
+// ErrNotFound: a misspelt scope would otherwise be switched on silently
+// and stay so, waiting for a topic of that name. ForceSetGlobalRead sets
+// it anyway. The check reads every partition's mappings before the switch
+// is written, so a topic created meanwhile is not seen.
 func (c *Coordinator) SetGlobalRead(ctx context.Context, scope string, enabled bool) error {
+	return c.setGlobalRead(ctx, scope, enabled, false)
+}
+
+// ForceSetGlobalRead is SetGlobalRead without the check that scope holds a
+// static topic: it prepares the switch of a scope whose topics are yet to
+// come.
+func (c *Coordinator) ForceSetGlobalRead(ctx context.Context, scope string, enabled bool) error {
+	return c.setGlobalRead(ctx, scope, enabled, true)
+}
+
+func (c *Coordinator) setGlobalRead(ctx context.Context, scope string, enabled, force bool) error {
 	sc, err := parseScope(scope)
 	if err != nil {
 		return err
@@ -458,13 +509,50 @@ func (c *Coordinator) SetGlobalRead(ctx context.Context, scope string, enabled b
 	if sc.IsGlobal() {
 		return fmt.Errorf("%w: the global scope has no global-read switch", ErrInvalid)
 	}
-	_, err = c.submit(ctx, c.topicPartition(sc.String()), &request{
+	p := c.topicPartition(sc.String())
+	if err := c.readable(p); err != nil {
+		return err
+	}
+	if !force && !p.switches.GlobalRead(sc.String()) {
+		topics, err := c.scopeTopics(sc.String())
+		if err != nil {
+			return err
+		}
+		if topics == 0 {
+			return fmt.Errorf("%w: scope %q holds no static topic (force sets its switch anyway)", ErrNotFound, sc)
+		}
+	}
+	_, err = c.submit(ctx, p, &request{
 		typ: recGlobalRead,
 		build: func(_ *partition, dst []byte) ([]byte, any, error) {
 			return encodeGlobalRead(dst, sc.String(), enabled), nil, nil
 		},
 	})
+	if err == nil {
+		level := slog.LevelInfo
+		if enabled { // consumers of every scope now read this one's queues
+			level = slog.LevelWarn
+		}
+		c.opts.Logger.Log(ctx, level, "static topic global read switched", "scope", sc.String(), "enabled", enabled, "forced", force)
+	}
 	return err
+}
+
+// scopeTopics counts the static topics of scope, reading every partition:
+// one still loading may hold one.
+func (c *Coordinator) scopeTopics(scope string) (int, error) {
+	n := 0
+	for _, p := range c.parts {
+		if err := c.readable(p); err != nil {
+			return 0, err
+		}
+		for _, m := range p.mappings.All(nil) {
+			if m.Scope == scope {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // globalRead reports whether scope is in global read. Its switch lives in

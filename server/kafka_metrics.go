@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offsetd/offsetd/kafka"
 )
 
 // kafkaMetrics count the requests of the Kafka listener.
@@ -23,6 +26,20 @@ func newKafkaMetrics(latencyBuckets []float64) kafkaMetrics {
 			Help:    "Kafka protocol request latency by API (JoinGroup and SyncGroup include the wait for the other members).",
 			Buckets: latencyBuckets,
 		}, []string{"api"}),
+	}
+}
+
+// zeroSeries creates, at 0, the series of every API the Kafka listener
+// serves answered without error.
+func (k kafkaMetrics) zeroSeries() {
+	keys := []int16{int16(kmsg.ApiVersions)}
+	for key := range kafka.Supported() {
+		keys = append(keys, key)
+	}
+	for _, key := range keys {
+		api := kmsg.NameForKey(key)
+		k.requests.WithLabelValues(api, "NONE")
+		k.latency.WithLabelValues(api)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/internal/buildinfo"
 )
 
 // Metrics holds offsetd's Prometheus metrics. It is a coordinator.Observer
@@ -37,6 +38,7 @@ type Metrics struct {
 	journalRecords prometheus.Histogram
 	journalSync    prometheus.Histogram
 	journalFails   prometheus.Counter
+	buildInfo      prometheus.Gauge
 	kafka          kafkaMetrics
 
 	mu sync.Mutex
@@ -52,7 +54,7 @@ var (
 // NewMetrics returns unregistered metrics; New registers them.
 func NewMetrics() *Metrics {
 	latencyBuckets := prometheus.ExponentialBuckets(50e-6, 2, 16) // 50µs to ~1.6s
-	return &Metrics{
+	m := &Metrics{
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offsetd_commits_total",
 			Help: "Commit requests by result: ok, or the error code.",
@@ -139,8 +141,44 @@ func NewMetrics() *Metrics {
 			Name: "offsetd_groups_expired_total",
 			Help: "Groups whose offsets expired after going without a commit for the retention period.",
 		}),
-		kafka: newKafkaMetrics(latencyBuckets),
+		buildInfo: newBuildInfo(buildinfo.Read()),
+		kafka:     newKafkaMetrics(latencyBuckets),
 	}
+	m.zeroSeries()
+	return m
+}
+
+// newBuildInfo is offsetd_build_info: 1, labelled with what the binary
+// was built from, to join on in queries and to see a rolling upgrade.
+func newBuildInfo(info buildinfo.Info) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "offsetd_build_info",
+		Help:        "Always 1; its labels say which offsetd is running: module version, VCS revision, Go version.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
+	})
+	g.Set(1)
+	return g
+}
+
+// zeroSeries creates the labelled series known in advance at 0, so that a
+// rate or an alert on them has a series before the first event.
+func (m *Metrics) zeroSeries() {
+	for _, result := range []string{"ok", "error"} {
+		m.snapshots.WithLabelValues(result)
+		m.truncations.WithLabelValues(result)
+	}
+	for _, result := range []string{"ok", codeStaleGeneration, codeInvalidArgument, codeLoading, codeWriteFailed,
+		codeUnavailable, codeNoLeader, codeNotCommitted, codeOutcomeUnknown, codeInternal} {
+		m.commits.WithLabelValues(result)
+	}
+	m.kafka.zeroSeries()
+}
+
+// routeServed creates the series of a route pattern at 0: its requests
+// answered 200, and its latency.
+func (m *Metrics) routeServed(pattern string) {
+	m.requests.WithLabelValues(pattern, "200")
+	m.requestLatency.WithLabelValues(pattern)
 }
 
 func result(err error) string {
@@ -243,7 +281,7 @@ func (m *Metrics) register(reg prometheus.Registerer, c *coordinator.Coordinator
 		m.cacheHits, m.cacheMisses, m.requests, m.requestLatency,
 		m.snapshots, m.snapshotTime, m.truncations, m.expiredGroups,
 		m.journalCalls, m.journalParts, m.journalRecords, m.journalSync, m.journalFails, partitionCollector{c},
-		m.kafka.requests, m.kafka.latency,
+		m.kafka.requests, m.kafka.latency, m.buildInfo,
 	}
 	for i, col := range cs {
 		if err := reg.Register(col); err != nil {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/internal/buildinfo"
 	"github.com/offsetd/offsetd/server"
 )
 
@@ -125,5 +127,56 @@ func TestMetricsNotShared(t *testing.T) {
 	e := newEnv(t, envConfig{server: func(o *server.Options) { o.Metrics = metrics }})
 	if _, err := server.New(e.c, server.Options{Metrics: metrics, Logger: quiet}); err == nil {
 		t.Fatal("a second Server took the same Metrics")
+	}
+}
+
+// Every counter and gauge has a series from the start, at 0 (build info at
+// 1): an alert on a rate or an absence must not misfire on a fresh server.
+func TestMetricsExistAtStart(t *testing.T) {
+	metrics := server.NewMetrics()
+	e := newEnv(t, envConfig{
+		coord:  func(o *coordinator.Options) { o.Observer = metrics; o.Partitions = 2 },
+		server: func(o *server.Options) { o.Metrics = metrics },
+	})
+	got := scrape(t, e)
+	for _, series := range []string{
+		`offsetd_commits_total{result="ok"}`,
+		`offsetd_commits_total{result="write_failed"}`,
+		`offsetd_commit_duration_seconds_count`,
+		`offsetd_journal_batch_records_count`,
+		`offsetd_journal_append_duration_seconds_count`,
+		`offsetd_journal_append_failures_total`,
+		`offsetd_log_batch_requests_count`,
+		`offsetd_log_append_duration_seconds_count`,
+		`offsetd_log_append_failures_total`,
+		`offsetd_response_cache_hits_total`,
+		`offsetd_response_cache_misses_total`,
+		`offsetd_http_requests_total{code="200",route="POST /v1/groups/{group}/offsets"}`,
+		`offsetd_http_requests_total{code="200",route="GET /metrics"}`,
+		`offsetd_http_request_duration_seconds_count{route="PUT /v1/scopes/{scope}/global-read"}`,
+		`offsetd_snapshots_total{result="ok"}`,
+		`offsetd_snapshots_total{result="error"}`,
+		`offsetd_snapshot_duration_seconds_count`,
+		`offsetd_log_truncations_total{result="ok"}`,
+		`offsetd_log_truncations_total{result="error"}`,
+		`offsetd_groups_expired_total`,
+		`offsetd_static_topic_forced_changes_total`,
+		`offsetd_kafka_requests_total{api="OffsetCommit",error="NONE"}`,
+		`offsetd_kafka_requests_total{api="ApiVersions",error="NONE"}`,
+		`offsetd_kafka_requests_total{api="JoinGroup",error="NONE"}`,
+		`offsetd_kafka_request_duration_seconds_count{api="Heartbeat"}`,
+		`offsetd_partition_ready{partition="1"}`,
+	} {
+		v, ok := got[series]
+		if !ok {
+			t.Errorf("no series %s in a fresh server's metrics", series)
+		} else if v != 0 && !strings.HasPrefix(series, "offsetd_partition_ready") {
+			t.Errorf("%s = %v on a fresh server, want 0", series, v)
+		}
+	}
+	info := buildinfo.Read()
+	want := fmt.Sprintf(`offsetd_build_info{goversion=%q,revision=%q,version=%q}`, info.GoVersion, info.Revision, info.Version)
+	if got[want] != 1 {
+		t.Errorf("no %s 1 in the metrics", want)
 	}
 }

@@ -345,6 +345,7 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE"} {
 			if h, ok := rt.methods[m]; ok {
 				s.mux.Handle(m+" "+rt.path, h)
+				s.metrics.routeServed(m + " " + rt.path)
 				allow = append(allow, m)
 			} else if m == "HEAD" && rt.methods["GET"] != nil {
 				allow = append(allow, m) // GET patterns serve HEAD

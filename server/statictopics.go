@@ -39,6 +39,9 @@ type remapMove struct {
 
 type globalReadRequest struct {
 	Enabled *bool `json:"enabled"`
+	// Force sets the switch of a scope that holds no static topic (yet);
+	// without it such a scope is 404.
+	Force bool `json:"force"`
 }
 
 type globalReadJSON struct {
@@ -444,7 +447,11 @@ func (s *Server) setGlobalRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := r.PathValue("scope")
-	if err := s.c.SetGlobalRead(r.Context(), scope, *req.Enabled); err != nil {
+	set := s.c.SetGlobalRead
+	if req.Force {
+		set = s.c.ForceSetGlobalRead
+	}
+	if err := set(r.Context(), scope, *req.Enabled); err != nil {
 		s.fail(w, r, err)
 		return
 	}

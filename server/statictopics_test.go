@@ -224,7 +224,8 @@ func TestRouteETagFollowsContent(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	var b statictopic.Mapping
 	e.must(http.StatusOK, "POST", "/v1/static-topics", `{"topic":"T","scope":"clusterB","totalQueues":2,"brokers":["b1"]}`).decode(t, &b)
-	e.must(http.StatusOK, "PUT", "/v1/scopes/clusterA/global-read", `{"enabled":true}`)
+	// clusterA has no topic yet: its switch is prepared with force.
+	e.must(http.StatusOK, "PUT", "/v1/scopes/clusterA/global-read", `{"enabled":true,"force":true}`)
 	before, etag := e.route("T", "clusterB", "consumer")
 
 	a := statictopic.Mapping{
@@ -242,4 +243,22 @@ func TestRouteETagFollowsContent(t *testing.T) {
 	}
 	e.must(http.StatusNotModified, "GET", "/v1/static-topics/T/route?scope=clusterB&role=consumer", "", "If-None-Match", etag2)
 	e.must(http.StatusOK, "GET", "/v1/static-topics/T/route?scope=clusterB&role=consumer", "", "If-None-Match", etag)
+}
+
+// The global-read switch of a scope without a static topic is most likely
+// a misspelt scope: 404, unless forced. A switch that is on can always be
+// turned off.
+func TestGlobalReadOfScopeWithoutTopic(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	e.fail(http.StatusNotFound, "not_found", "PUT", "/v1/scopes/nosuch/global-read", `{"enabled":true}`)
+	e.fail(http.StatusNotFound, "not_found", "PUT", "/v1/scopes/nosuch/global-read", `{"enabled":false}`)
+	var scopes struct{ Scopes []json.RawMessage }
+	e.must(http.StatusOK, "GET", "/v1/scopes", "").decode(t, &scopes)
+	if len(scopes.Scopes) != 0 {
+		t.Fatalf("a refused switch left scopes %+v", scopes.Scopes)
+	}
+	e.must(http.StatusOK, "PUT", "/v1/scopes/nosuch/global-read", `{"enabled":true,"force":true}`)
+	e.must(http.StatusOK, "PUT", "/v1/scopes/nosuch/global-read", `{"enabled":false}`)
+	e.must(http.StatusOK, "POST", "/v1/static-topics", `{"topic":"T","scope":"clusterA","totalQueues":1,"brokers":["b1"]}`)
+	e.must(http.StatusOK, "PUT", "/v1/scopes/clusterA/global-read", `{"enabled":true}`)
 }

@@ -33,7 +33,8 @@ func Global() Scope { return Scope{name: GlobalScope} }
 // least two distinct cluster names ("c2,c1", spelled canonically "c1,c2").
 // Cluster names are non-empty and use only ASCII letters, digits, '-' and '.'
 // ('_' separates names in broker names, ',' in scopes); "global" in any case
-// is reserved.
+// is reserved. RocketMQ's spelling of the global scope, "__global__", which
+// Export writes, is the global scope too.
 func ParseScope(s string) (Scope, error) {
 	if s == "" {
 		return Scope{}, fmt.Errorf("%w: empty scope", ErrInvalid)
@@ -41,7 +42,7 @@ func ParseScope(s string) (Scope, error) {
 	if len(s) > MaxScopeLen {
 		return Scope{}, fmt.Errorf("%w: scope of %d bytes, limit %d", ErrInvalid, len(s), MaxScopeLen)
 	}
-	if s == GlobalScope {
+	if s == GlobalScope || s == RocketMQGlobalScope {
 		return Global(), nil
 	}
 	names := strings.Split(s, ",")

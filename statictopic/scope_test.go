@@ -29,6 +29,7 @@ func TestParseScope(t *testing.T) {
 		clusters              []string
 	}{
 		{"global", "global", "__logic__global", true, nil},
+		{"__global__", "global", "__logic__global", true, nil}, // RocketMQ's spelling, as Export writes it
 		{"clusterA", "clusterA", "__logic__clusterA", false, []string{"clusterA"}},
 		{"a.b-C9", "a.b-C9", "__logic__a.b-C9", false, []string{"a.b-C9"}},
 		{"c1,c2", "c1,c2", "__logic__c1_c2", false, []string{"c1", "c2"}},

@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,9 +35,10 @@ type adminFlags struct {
 // environment.
 var adminEnvFlags = []string{"addr", "token-file", "ca-file", "timeout"}
 
-func newAdminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *adminFlags) {
+func newAdminFlagSet(name string) (*flag.FlagSet, *adminFlags) {
 	fs := flag.NewFlagSet("offsetd "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // admin reports errors and help itself
+	fs.Usage = func() {}
 	a := &adminFlags{}
 	fs.StringVar(&a.addr, "addr", defaultAddr, "server address: host:port, http://host:port or https://host:port")
 	fs.StringVar(&a.tokenFile, "token-file", "", "file holding the server's bearer token")
@@ -45,12 +48,7 @@ func newAdminFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *adminFlags)
 }
 
 func (a *adminFlags) client() (*client.Client, error) {
-	return a.clientFor(a.addr, client.Options{})
-}
-
-// clientFor returns a client of the server at addr with the command's
-// token and CA, and opts' other fields.
-func (a *adminFlags) clientFor(addr string, opts client.Options) (*client.Client, error) {
+	opts := client.Options{}
 	if a.tokenFile != "" {
 		token, err := readToken(a.tokenFile, nil)
 		if err != nil {
@@ -58,6 +56,7 @@ func (a *adminFlags) clientFor(addr string, opts client.Options) (*client.Client
 		}
 		opts.Token = token
 	}
+	addr := a.addr
 	if a.caFile != "" {
 		pool, err := readCertPool(a.caFile)
 		if err != nil {
@@ -86,165 +85,227 @@ func readCertPool(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// admin runs a command against a running server.
-func admin(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if cmd == "static" {
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(stderr, "offsetd: static needs a subcommand: create, remap, describe, route, export, import or trim\n")
-			return 2
-		}
-		cmd, args = "static "+args[0], args[1:]
+// admin runs c, a command that talks to a server.
+func admin(ctx context.Context, c *command, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs, a := newAdminFlagSet(c.name)
+	ac := adminSetups[c.name](fs)
+	given, err := parseWithEnv(fs, args, filterEnv(getenv))
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(stdout, c, fs)
+		return 0
 	}
-	if cmd == "cluster" {
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(stderr, "offsetd: cluster needs a subcommand: status, add-node, remove-node or move\n")
-			return 2
-		}
-		cmd, args = "cluster "+args[0], args[1:]
+	if err != nil {
+		return usageError(stderr, c, err)
 	}
-	fs, a := newAdminFlagSet(cmd, stderr)
-	var action func(ctx context.Context, c *client.Client, out io.Writer, args []string) error
-	var nargs []int // accepted argument counts; nil means at least one
-	switch cmd {
-	case "groups":
-		nargs, action = []int{0}, cmdGroups
-	case "describe":
-		nargs, action = []int{1}, cmdDescribe
-	case "commit":
+	rest := fs.Args()
+	if err := checkArgCount(c, ac.nargs, rest); err != nil {
+		return usageError(stderr, c, err)
+	}
+	for _, name := range ac.required {
+		if !given[name] {
+			return usageError(stderr, c, fmt.Errorf("-%s is missing: %s", name, fs.Lookup(name).Usage))
+		}
+	}
+	if ac.check != nil {
+		if err := ac.check(given, rest); err != nil {
+			return usageError(stderr, c, err)
+		}
+	}
+	cl, err := a.client()
+	if err != nil {
+		return failure(stderr, c, err)
+	}
+	defer cl.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	if err := ac.action(ctx, cl, stdout, rest); err != nil {
+		return failure(stderr, c, err)
+	}
+	return 0
+}
+
+// checkArgCount checks the number of arguments against nargs (nil: at
+// least one).
+func checkArgCount(c *command, nargs []int, args []string) error {
+	if nargs == nil && len(args) > 0 || slices.Contains(nargs, len(args)) {
+		return nil
+	}
+	var names []string
+	for _, a := range c.args {
+		names = append(names, a.name)
+	}
+	want := "arguments " + strings.Join(names, " ")
+	switch {
+	case nargs == nil:
+		want = "at least one argument"
+	case len(nargs) == 1 && nargs[0] == 0:
+		want = "no arguments"
+	case len(nargs) == 1 && nargs[0] == 1:
+		want = "one argument, " + names[0]
+	case len(nargs) == 1:
+		want = fmt.Sprintf("%d arguments, %s", nargs[0], strings.Join(names, " "))
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("want %s; got none", want)
+	}
+	return fmt.Errorf("want %s; got %d: %q", want, len(args), args)
+}
+
+// adminSetups define the flags of every command that talks to a server
+// and return what it runs.
+var adminSetups = map[string]func(fs *flag.FlagSet) adminCommand{
+	"groups": func(*flag.FlagSet) adminCommand {
+		return adminCommand{nargs: []int{0}, action: cmdGroups}
+	},
+	"describe": func(*flag.FlagSet) adminCommand {
+		return adminCommand{nargs: []int{1}, action: cmdDescribe}
+	},
+	"commit": func(fs *flag.FlagSet) adminCommand {
 		gen := fs.Int("generation", -1, "consumer-group generation; -1 for none")
 		epoch := fs.Int("leader-epoch", -1, "leader epoch the offset was read at; -1 for none")
 		md := fs.String("metadata", "", "metadata kept with the offset")
-		nargs = []int{4}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+		return adminCommand{nargs: []int{4}, action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
 			return cmdCommit(ctx, c, out, args, *gen, *epoch, *md)
-		}
-	case "delete":
+		}}
+	},
+	"delete": func(fs *flag.FlagSet) adminCommand {
 		topic := fs.String("topic", "", "delete only the group's offsets on this topic")
 		parts := fs.String("partitions", "", "with -topic: only these partitions, e.g. 0,1,5")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+		return adminCommand{nargs: []int{1}, action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
 			return cmdDelete(ctx, c, out, args[0], *topic, *parts)
-		}
-	case "static create":
+		}}
+	},
+	"static create": func(fs *flag.FlagSet) adminCommand {
 		scope := fs.String("scope", "", "scope: a cluster, clusters c1,c2, or global (required)")
 		queues := fs.Int("queues", 0, "total logic queues (required)")
 		brokers := fs.String("brokers", "", "brokers to spread the queues over, e.g. b1,b2 (required)")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			if *queues < 1 || *queues > math.MaxInt32 {
-				return fmt.Errorf("%w: -queues %d", errUsage, *queues)
-			}
-			m, err := c.CreateStaticTopic(ctx, args[0], *scope, int32(*queues), splitList(*brokers))
-			if err != nil {
-				return err
-			}
-			return printJSON(out, m)
-		}
-	case "static remap":
+		o := outputFlag(fs)
+		return adminCommand{nargs: []int{1}, required: []string{"scope", "queues", "brokers"},
+			check: func(map[string]bool, []string) error {
+				if *queues < 1 || *queues > math.MaxInt32 {
+					return fmt.Errorf("%w: -queues %d: want 1 to %d", errUsage, *queues, math.MaxInt32)
+				}
+				return checkOutput(*o)
+			},
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				m, err := c.CreateStaticTopic(ctx, args[0], *scope, int32(*queues), splitList(*brokers))
+				if err != nil {
+					return err
+				}
+				return printMapping(out, *o, m)
+			}}
+	},
+	"static remap": func(fs *flag.FlagSet) adminCommand {
 		scope := fs.String("scope", "", "the topic's scope (required)")
 		var br brokerRemapFlags
 		fs.StringVar(&br.brokers, "brokers", "", "remap to this broker set, e.g. b1,b2,b3, with the fewest moves that balance the queues")
 		fs.BoolVar(&br.dryRun, "dry-run", false, "with -brokers: show the plan, change nothing")
 		fs.StringVar(&br.maxOffsets, "max-offsets", "", "with -brokers: each moving queue's old leader max offset, e.g. 0=12345,3=400")
 		fs.Int64Var(&br.ifEpoch, "if-epoch", 0, "with -brokers: apply only if the mapping still has this epoch (the dry run's)")
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			if br.brokers != "" {
-				return cmdRemapToBrokers(ctx, c, out, *scope, br, args)
-			}
-			return cmdRemap(ctx, c, out, *scope, args)
-		}
-	case "static describe":
-		scope := fs.String("scope", "", "the topic's scope; without TOPIC, list only this scope")
+		o := outputFlag(fs)
+		return adminCommand{required: []string{"scope"},
+			check: func(map[string]bool, []string) error { return checkOutput(*o) },
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				if br.brokers != "" {
+					return cmdRemapToBrokers(ctx, c, out, *scope, br, args, *o)
+				}
+				return cmdRemap(ctx, c, out, *scope, args, *o)
+			}}
+	},
+	"static describe": func(fs *flag.FlagSet) adminCommand {
+		scope := fs.String("scope", "", "the topic's scope; without TOPIC, list only this scope's topics")
 		groups := fs.Bool("groups", false, "with TOPIC: show, per queue and item, the consumer groups that read it")
-		nargs = []int{0, 1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			if *groups {
-				return cmdStaticReaders(ctx, c, out, *scope, args)
-			}
-			return cmdStaticDescribe(ctx, c, out, *scope, args)
-		}
-	case "static export":
+		o := outputFlag(fs)
+		return adminCommand{nargs: []int{0, 1},
+			check: func(_ map[string]bool, args []string) error {
+				if *groups && len(args) == 0 {
+					return fmt.Errorf("%w: -groups needs TOPIC", errUsage)
+				}
+				return checkOutput(*o)
+			},
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				if *groups {
+					return cmdStaticReaders(ctx, c, out, *scope, args[0], *o)
+				}
+				return cmdStaticDescribe(ctx, c, out, *scope, args, *o)
+			}}
+	},
+	"static export": func(fs *flag.FlagSet) adminCommand {
 		scope := fs.String("scope", "", "the topic's scope (required)")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			details, err := c.ExportStaticTopic(ctx, args[0], *scope)
-			if err != nil {
-				return err
-			}
-			return printJSON(out, details)
-		}
-	case "static import":
+		return adminCommand{nargs: []int{1}, required: []string{"scope"},
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				details, err := c.ExportStaticTopic(ctx, args[0], *scope)
+				if err != nil {
+					return err
+				}
+				return printJSON(out, details)
+			}}
+	},
+	"static import": func(fs *flag.FlagSet) adminCommand {
 		force := fs.Bool("force", false, "store even if sealed items are rewritten (logged and counted by the server)")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			return cmdImport(ctx, c, out, args[0], *force)
-		}
-	case "static trim":
+		o := outputFlag(fs)
+		return adminCommand{nargs: []int{1},
+			check: func(map[string]bool, []string) error { return checkOutput(*o) },
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				return cmdImport(ctx, c, out, args[0], *force, *o)
+			}}
+	},
+	"static trim": func(fs *flag.FlagSet) adminCommand {
 		scope := fs.String("scope", "", "the topic's scope (required)")
 		below := fs.Int64("below", -1, "drop sealed items whose logic range ends at or below this logic offset (required)")
 		queues := fs.String("queues", "", "only these logic queues, e.g. 0,3 (default all)")
 		force := fs.Bool("force", false, "trim even items a consumer group still reads (logged and counted by the server)")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			return cmdTrim(ctx, c, out, args[0], *scope, *below, *queues, *force)
-		}
-	case "static route":
+		o := outputFlag(fs)
+		return adminCommand{nargs: []int{1}, required: []string{"scope", "below"},
+			check: func(map[string]bool, []string) error {
+				if *below < 0 {
+					return fmt.Errorf("%w: -below %d: want a logic offset, 0 or more", errUsage, *below)
+				}
+				return checkOutput(*o)
+			},
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				return cmdTrim(ctx, c, out, args[0], *scope, *below, *queues, *force, *o)
+			}}
+	},
+	"static route": func(fs *flag.FlagSet) adminCommand {
 		scope := fs.String("scope", "", "the client's scope (required)")
 		role := fs.String("role", "consumer", "consumer or producer")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-			return cmdRoute(ctx, c, out, args[0], *scope, *role)
-		}
-	case "global-read":
-		nargs = []int{2}
-		action = cmdGlobalRead
-	case "cluster status":
-		nargs = []int{0}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, _ []string) error {
-			return cmdClusterStatus(ctx, c, out, a)
-		}
-	case "cluster add-node":
+		return adminCommand{nargs: []int{1}, required: []string{"scope"},
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				return cmdRoute(ctx, c, out, args[0], *scope, *role)
+			}}
+	},
+	"global-read": func(fs *flag.FlagSet) adminCommand {
+		force := fs.Bool("force", false, "set the switch of a scope that holds no static topic (yet)")
+		return adminCommand{nargs: []int{2},
+			check: func(_ map[string]bool, args []string) error {
+				if args[1] != "on" && args[1] != "off" {
+					return fmt.Errorf("%w: the switch is on or off, not %q", errUsage, args[1])
+				}
+				return nil
+			},
+			action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+				return cmdGlobalRead(ctx, c, out, args[0], args[1] == "on", *force)
+			}}
+	},
+	"cluster status": func(*flag.FlagSet) adminCommand {
+		return adminCommand{nargs: []int{0}, action: cmdClusterStatus}
+	},
+	"cluster add-node": func(fs *flag.FlagSet) adminCommand {
 		raftAddr := fs.String("raft-addr", "", "the new node's -raft-listen address, host:port, for the nodes that do not know it")
-		nargs = []int{1}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+		return adminCommand{nargs: []int{1}, action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
 			return cmdAddNode(ctx, c, out, args[0], *raftAddr)
-		}
-	case "cluster remove-node":
-		nargs, action = []int{1}, cmdRemoveNode
-	case "cluster move":
+		}}
+	},
+	"cluster remove-node": func(*flag.FlagSet) adminCommand {
+		return adminCommand{nargs: []int{1}, action: cmdRemoveNode}
+	},
+	"cluster move": func(fs *flag.FlagSet) adminCommand {
 		raftAddr := fs.String("raft-addr", "", "TO's -raft-listen address, host:port, for the nodes that do not know it")
-		nargs = []int{3}
-		action = func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
+		return adminCommand{nargs: []int{3}, action: func(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
 			return cmdMoveReplica(ctx, c, out, args, *raftAddr)
-		}
-	default:
-		fmt.Fprintf(stderr, "offsetd: unknown command %q\n\n%s", cmd, usageText)
-		return 2
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: see offsetd help\n\nflags of offsetd %s:\n", cmd)
-		fs.PrintDefaults()
-	}
-	if _, err := parseWithEnv(fs, args, filterEnv(getenv)); err != nil {
-		return usageStatus(err, stderr)
-	}
-	rest := fs.Args()
-	if nargs == nil && len(rest) == 0 || nargs != nil && !containsInt(nargs, len(rest)) {
-		fmt.Fprintf(stderr, "offsetd: %s: wrong number of arguments (%d)\n\n%s", cmd, len(rest), usageText)
-		return 2
-	}
-	c, err := a.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "offsetd: %v\n", err)
-		return 1
-	}
-	defer c.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	if err := action(ctx, c, stdout, rest); err != nil {
-		return usageStatus(err, stderr)
-	}
-	return 0
+		}}
+	},
 }
 
 // filterEnv hides every variable but those of adminEnvFlags.
@@ -257,15 +318,6 @@ func filterEnv(getenv func(string) string) func(string) string {
 		}
 		return ""
 	}
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func splitList(s string) []string {
@@ -385,7 +437,7 @@ func cmdDelete(ctx context.Context, c *client.Client, out io.Writer, group, topi
 }
 
 // cmdRemap parses TOPIC QUEUE:BROKER:OLD_LEADER_MAX_OFFSET...
-func cmdRemap(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string) error {
+func cmdRemap(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string, format string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("%w: static remap needs TOPIC and at least one QUEUE:BROKER:OLD_LEADER_MAX_OFFSET", errUsage)
 	}
@@ -410,20 +462,31 @@ func cmdRemap(ctx context.Context, c *client.Client, out io.Writer, scope string
 	if err != nil {
 		return err
 	}
-	return printJSON(out, m)
+	return printMapping(out, format, m)
 }
 
-func cmdStaticDescribe(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string) error {
-	if len(args) == 1 {
+// cmdStaticDescribe lists static topics (of scope, if given), the scopes
+// of a topic, or one topic's queues.
+func cmdStaticDescribe(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string, format string) error {
+	if len(args) == 1 && scope != "" {
 		m, err := c.StaticTopic(ctx, args[0], scope)
 		if err != nil {
 			return err
 		}
-		return printJSON(out, m)
+		return printMapping(out, format, m)
 	}
 	all, err := c.StaticTopics(ctx, scope)
 	if err != nil {
 		return err
+	}
+	if len(args) == 1 {
+		all = slices.DeleteFunc(all, func(m statictopic.Mapping) bool { return m.Topic != args[0] })
+		if len(all) == 0 {
+			return fmt.Errorf("no static topic %q in any scope", args[0])
+		}
+	}
+	if format == "json" {
+		return printJSON(out, all)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tSCOPE\tQUEUES\tEPOCH")
@@ -451,18 +514,18 @@ func cmdRoute(ctx context.Context, c *client.Client, out io.Writer, topic, scope
 	return tw.Flush()
 }
 
-func cmdGlobalRead(ctx context.Context, c *client.Client, out io.Writer, args []string) error {
-	var on bool
-	switch args[1] {
-	case "on":
-		on = true
-	case "off":
-	default:
-		return fmt.Errorf("%w: global-read SCOPE on|off, not %q", errUsage, args[1])
+func cmdGlobalRead(ctx context.Context, c *client.Client, out io.Writer, scope string, on, force bool) error {
+	set := c.SetGlobalRead
+	if force {
+		set = c.ForceSetGlobalRead
 	}
-	if err := c.SetGlobalRead(ctx, args[0], on); err != nil {
+	if err := set(ctx, scope, on); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "scope %s: global read %s\n", args[0], args[1])
+	state := "off"
+	if on {
+		state = "on"
+	}
+	fmt.Fprintf(out, "scope %s: global read %s\n", scope, state)
 	return nil
 }

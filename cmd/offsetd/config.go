@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,9 @@ type serveConfig struct {
 	partitionsGiven bool
 }
 
-func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+// parseServeConfig parses serve's flags and environment; asked for with
+// -h, the help goes to help.
+func parseServeConfig(args []string, getenv func(string) string, help io.Writer) (serveConfig, error) {
 	copts, sopts := coordinator.DefaultOptions(), server.DefaultOptions()
 	cfg := serveConfig{
 		segmentSize:   byteSize(copts.SegmentSize),
@@ -66,7 +69,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		cacheBytes:    byteSize(sopts.ResponseCacheBytes),
 	}
 	fs := flag.NewFlagSet("offsetd serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // serve reports errors and help itself
 	fs.StringVar(&cfg.dataDir, "data", defaultDataDir, "data directory (created if missing)")
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "address to listen on; port 0 picks a free port")
 	fs.StringVar(&cfg.kafkaListen, "kafka-listen", defaultKafkaListen, "address to serve Kafka clients on (group coordination and offsets); empty turns it off")
@@ -90,17 +93,16 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Var(&cfg.kafkaPeers, "kafka-peers", "in a cluster, id=host:port of every node's Kafka listener as clients reach it, this one's included (its -kafka-listen defaults to its own entry); turns the Kafka listener on: FindCoordinator names the node that leads a group's partition, Metadata lists every node")
 	fs.StringVar(&cfg.advertise, "advertise", "", "host:port other nodes send clients to (421 answers) in a cluster; empty means -listen")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: offsetd [serve] [flags]\n\nEvery flag can also be set with its OFFSETD_ environment variable\n(-segment-size is OFFSETD_SEGMENT_SIZE); a flag wins over its variable.\n\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {}
 	given, err := parseWithEnv(fs, args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(help, commandNamed("serve"), fs)
+	}
 	if err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return cfg, fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
 	}
 	cfg.partitionsGiven = given["partitions"]
 	switch {
@@ -158,7 +160,7 @@ func envName(flagName string) string {
 // line from its environment variable, if set. It returns the flags set
 // either way.
 func parseWithEnv(fs *flag.FlagSet, args []string, getenv func(string) string) (map[string]bool, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
@@ -183,6 +185,42 @@ func parseWithEnv(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		given[f.Name] = true
 	})
 	return given, errors.Join(errs...)
+}
+
+// parseInterspersed parses args as fs.Parse does, except that flags may
+// also follow the arguments, as in "commit g t 0 42 -generation 7"; "--"
+// ends the flags. An argument after the first that starts with '-' is a
+// flag unless it is a number (an offset of -1).
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		i := 1
+		for i < len(rest) && !looksLikeFlag(rest[i]) {
+			i++
+		}
+		positional = append(positional, rest[:i]...)
+		args = rest[i:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+func looksLikeFlag(arg string) bool {
+	if len(arg) < 2 || arg[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseFloat(arg, 64)
+	return err != nil
 }
 
 // byteSize is a flag of a size in bytes: 1048576, 1MiB, 1MB, 64KiB.

@@ -100,6 +100,14 @@ func (k *kafkaListener) stop() {
 	<-k.served
 }
 
+// address is where the listener accepts; nil when it is off.
+func (k *kafkaListener) address() net.Addr {
+	if k == nil {
+		return nil
+	}
+	return k.addr
+}
+
 // errors is where a failure to accept ends up; nil (never ready) when the
 // listener is off.
 func (k *kafkaListener) errors() <-chan error {

@@ -1,11 +1,13 @@
-// Command offsetd serves offsetd over HTTP, administers a running server,
-// and checks data directories offline.
+// Command offsetd serves offsetd over HTTP and the Kafka protocol,
+// administers a running server, and checks data directories offline.
 //
-//	offsetd [serve] [flags]             serve (the default), on 127.0.0.1:7070 with data in ./offsetd-data
-//	offsetd groups|describe|commit|delete|static|global-read ...   talk to a running server
+//	offsetd serve [flags]               serve, on 127.0.0.1:7070 with data in ./offsetd-data
+//	offsetd groups|describe|commit|delete|static|global-read|cluster ...   talk to a running server
 //	offsetd verify|dump DIR             read a data directory, changing nothing
+//	offsetd version                     the version and revision it was built from
 //
-// Run offsetd help for the details.
+// offsetd, offsetd -h and offsetd help list the commands; offsetd COMMAND
+// -h explains one. The commands are listed in commands.go.
 package main
 
 import (

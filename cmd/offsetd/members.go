@@ -33,7 +33,7 @@ const peerStatusTimeout = 3 * time.Second
 // whether the node asked reaches it and whether the partitions' leaders
 // hear from it, and every partition's leader, term, replicas and how far
 // each replica's applied index is behind its leader's commit index.
-func cmdClusterStatus(ctx context.Context, c *client.Client, out io.Writer, a *adminFlags) error {
+func cmdClusterStatus(ctx context.Context, c *client.Client, out io.Writer, _ []string) error {
 	asked, err := c.ClusterStatus(ctx)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func cmdClusterStatus(ctx context.Context, c *client.Client, out io.Writer, a *a
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := peerStatus(ctx, a, p.Address)
+			st, err := peerStatus(ctx, c, p.Address)
 			if err == nil && st.Node != p.ID {
 				err = fmt.Errorf("%s answers as node %d", p.Address, st.Node)
 			}
@@ -78,9 +78,10 @@ func cmdClusterStatus(ctx context.Context, c *client.Client, out io.Writer, a *a
 	return printClusterStatus(out, asked, views, failed)
 }
 
-// peerStatus asks the node serving clients at addr for its status, once.
-func peerStatus(ctx context.Context, a *adminFlags, addr string) (client.ClusterStatus, error) {
-	pc, err := a.clientFor(addr, client.Options{Retries: -1})
+// peerStatus asks the node serving clients at addr for its status, as c
+// would.
+func peerStatus(ctx context.Context, c *client.Client, addr string) (client.ClusterStatus, error) {
+	pc, err := c.At(addr)
 	if err != nil {
 		return client.ClusterStatus{}, err
 	}

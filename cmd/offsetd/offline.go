@@ -71,8 +71,12 @@ func inUse(dir string) bool {
 // prints what it found; it exits 1 if anything is damaged.
 func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "usage: offsetd verify DIR\n") }
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		if helpRequested(args) {
+			printHelp(stderr, commandNamed("verify"), fs)
+		}
+	}
 	dir, err := parseDataDir(fs, args, stderr)
 	if err != nil {
 		return usageStatus(err, stderr)
@@ -248,12 +252,13 @@ type dumpLine struct {
 // dump prints every record of a data directory as a JSON line.
 func dump(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	only := fs.Int("partition", -1, "dump only this partition")
 	snapshots := fs.Bool("snapshots", false, "also dump the records of every snapshot file (lines with \"snapshot\": the index it covers)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: offsetd dump [-partition N] [-snapshots] DIR\n")
-		fs.PrintDefaults()
+		if helpRequested(args) {
+			printHelp(stderr, commandNamed("dump"), fs)
+		}
 	}
 	dir, layout, err := openDataDir(fs, args, stderr)
 	if err != nil {

@@ -6,86 +6,126 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/offsetd/offsetd/internal/buildinfo"
 )
-
-const usageText = `usage: offsetd <command> [flags] [arguments]
-
-Serving:
-  offsetd [serve] [flags]           serve HTTP and Kafka clients (the default); offsetd serve -h lists the flags
-
-Administering a running server (-addr, -token-file, -ca-file; OFFSETD_ADDR, ...):
-  offsetd groups                    list the groups
-  offsetd describe GROUP            show a group's offsets and Kafka members
-  offsetd commit [-generation N] [-leader-epoch N] [-metadata S] GROUP TOPIC PARTITION OFFSET
-  offsetd delete [-topic T [-partitions 0,1]] GROUP
-                                    delete a group, or its offsets on a topic
-  offsetd static create -scope S -queues N -brokers b1,b2 TOPIC
-  offsetd static remap -scope S TOPIC QUEUE:BROKER:OLD_LEADER_MAX_OFFSET...
-                                    move queues explicitly
-  offsetd static remap -scope S -brokers b1,b2,b3 -dry-run TOPIC
-  offsetd static remap -scope S -brokers b1,b2,b3 [-if-epoch E] [-max-offsets Q=N,...] TOPIC
-                                    plan, then apply, the fewest moves that balance
-                                    the queues over a broker set
-  offsetd static describe [-scope S] [-groups] [TOPIC]
-                                    -groups: per queue and item, the groups reading it
-  offsetd static route -scope S [-role consumer|producer] TOPIC
-  offsetd static export -scope S TOPIC
-                                    print RocketMQ TopicQueueMappingDetail JSON, per broker
-  offsetd static import [-force] FILE
-                                    store such JSON; -force may rewrite sealed items
-  offsetd static trim -scope S -below LOGIC_OFFSET [-queues 0,1] [-force] TOPIC
-                                    drop old sealed items no group still reads
-  offsetd global-read SCOPE on|off  the disaster switch of a scope
-
-Changing a cluster's members (any node; each change goes to the partition's leader):
-  offsetd cluster status            every voter, reachable or not (from the node asked and the
-                                    leaders); every partition's leader, term, replicas and lag
-  offsetd cluster add-node [-raft-addr HOST:PORT] ID
-                                    add node ID (started with serve -join) to every partition
-  offsetd cluster remove-node ID    remove node ID from every partition; then stop it
-  offsetd cluster move [-raft-addr HOST:PORT] PARTITION FROM TO
-                                    move a partition's replica from node FROM to node TO
-
-Reading a data directory, changing nothing:
-  offsetd verify DIR                check the meta file and every frame of every partition
-  offsetd dump [-partition N] DIR   print every record as a JSON line
-
-Flags go before arguments.
-`
 
 // run is offsetd with its arguments, environment and output; it returns
 // the exit status: 0 done, 1 failed, 2 bad usage.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
-	}
-	switch cmd {
-	case "serve":
-		return serve(ctx, args, getenv, stdout, stderr)
-	case "groups", "describe", "commit", "delete", "static", "global-read", "cluster":
-		return admin(ctx, cmd, args, getenv, stdout, stderr)
-	case "verify":
-		return verify(args, stdout, stderr)
-	case "dump":
-		return dump(args, stdout, stderr)
-	case "help":
-		fmt.Fprint(stdout, usageText)
+	if len(args) == 0 {
+		printCommandList(stdout)
 		return 0
 	}
-	fmt.Fprintf(stderr, "offsetd: unknown command %q\n\n%s", cmd, usageText)
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if args[0] == "help" && len(args) > 1 {
+			if isHelpFlag(args[1]) {
+				printHelp(stdout, commandNamed("help"), nil)
+				return 0
+			}
+			return run(ctx, append(slices.Clone(args[1:]), "-h"), getenv, stdout, stderr)
+		}
+		printCommandList(stdout)
+		return 0
+	case "-version", "--version":
+		args = append([]string{"version"}, args[1:]...)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		args = append([]string{"serve"}, args...) // flags first: serve
+	}
+	if _, ok := groups[args[0]]; ok && (len(args) == 1 || isHelpFlag(args[1])) {
+		printGroupHelp(stdout, args[0])
+		return 0
+	}
+	c, rest := lookup(args)
+	if c == nil {
+		return unknownCommand(stderr, args)
+	}
+	if helpRequested(rest) {
+		stderr = stdout // asked for, help is the output
+	}
+	switch c.name {
+	case "serve":
+		return serve(ctx, rest, getenv, stdout, stderr)
+	case "verify":
+		return verify(rest, stdout, stderr)
+	case "dump":
+		return dump(rest, stdout, stderr)
+	case "version":
+		return version(c, rest, stdout, stderr)
+	}
+	return admin(ctx, c, rest, getenv, stdout, stderr)
+}
+
+// unknownCommand reports a command or subcommand that does not exist.
+func unknownCommand(stderr io.Writer, args []string) int {
+	if _, ok := groups[args[0]]; ok {
+		fmt.Fprintf(stderr, "offsetd: %s: unknown subcommand %q\nRun 'offsetd %s -h' for its subcommands.\n", args[0], args[1], args[0])
+		return 2
+	}
+	fmt.Fprintf(stderr, "offsetd: unknown command %q\nRun 'offsetd help' for the commands.\n", args[0])
 	return 2
 }
 
-// usageStatus reports a command-line error and returns its exit status.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--h", "--help":
+		return true
+	}
+	return false
+}
+
+// helpRequested reports whether args ask for help before any "--".
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if isHelpFlag(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandNamed returns the command of that name, which must exist.
+func commandNamed(name string) *command {
+	c, _ := lookup(strings.Fields(name))
+	if c == nil {
+		panic("offsetd: no command " + name)
+	}
+	return c
+}
+
+// version is offsetd version: the build information Go stamped into the
+// binary.
+func version(c *command, args []string, stdout, stderr io.Writer) int {
+	if helpRequested(args) {
+		printHelp(stdout, c, nil)
+		return 0
+	}
+	if len(args) > 0 {
+		return usageError(stderr, c, fmt.Errorf("takes no arguments, got %q", args))
+	}
+	fmt.Fprintln(stdout, buildinfo.Read())
+	return 0
+}
+
+// usageStatus reports an error of verify or dump and returns its exit
+// status.
 func usageStatus(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "offsetd: %v\n", err)
-	if errors.Is(err, errUsage) {
+	fmt.Fprintf(stderr, "offsetd: %s\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+	if isUsage(err) {
+		fmt.Fprint(stderr, "Run 'offsetd help' for the commands, 'offsetd COMMAND -h' for one's arguments and flags.\n")
 		return 2
 	}
 	return 1
 }
+
+func isUsage(err error) bool { return errors.Is(err, errUsage) }

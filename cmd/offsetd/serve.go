@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,9 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/internal/buildinfo"
 	"github.com/offsetd/offsetd/server"
 )
 
@@ -28,8 +31,11 @@ const shutdownGrace = 30 * time.Second
 // logs.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseServeConfig(args, getenv, stderr)
-	if err != nil {
-		return usageStatus(err, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return usageError(stderr, commandNamed("serve"), err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	if err := runServer(ctx, cfg, logger, stdout); err != nil {
@@ -39,7 +45,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return 0
 }
 
-func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.Writer) error {
+func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.Writer) (err error) {
+	info := buildinfo.Read()
+	logger.Info("offsetd starting", "version", info.Version, "revision", info.Revision, "modified", info.Modified, "go", info.GoVersion)
+	// The HTTP port is taken before the data directory is touched: a port
+	// in use fails the start having created nothing.
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
 	partitions, err := choosePartitions(cfg.dataDir, cfg.partitions, cfg.partitionsGiven)
 	if err != nil {
 		return err
@@ -62,6 +81,18 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	if err != nil {
 		return err
 	}
+	// A start that fails before serving anything removes the directory it
+	// created: it holds nothing acknowledged, and an empty directory left
+	// behind would be taken for a store on the next start.
+	_, statErr := os.Stat(dataDir)
+	fresh, serving := errors.Is(statErr, fs.ErrNotExist), false
+	defer func() {
+		if err != nil && fresh && !serving {
+			if rmErr := removeUnused(dataDir); rmErr != nil {
+				logger.Warn("the failed start leaves its data directory", "data", dataDir, "err", rmErr)
+			}
+		}
+	}()
 
 	metrics := server.NewMetrics()
 	copts := coordinator.DefaultOptions()
@@ -110,6 +141,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		if kl, err = startKafka(cfg, c, tlsConfig, token, metrics, logger); err != nil {
 			return errors.Join(err, closeCoordinator())
 		}
+		serving = true // Kafka clients may commit from now on
 		membership = kafkaMembership{kl.handler}
 	}
 	s, err := server.New(c, server.Options{
@@ -127,14 +159,9 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		kl.stop()
 		return errors.Join(err, closeCoordinator())
 	}
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		kl.stop()
-		return errors.Join(err, closeCoordinator())
-	}
 	hs := &http.Server{
 		Handler:           s,
-		TLSConfig:         tlsConfig.Clone(), // its own: ServeTLS adds its protocols, while the Raft and Kafka listeners read theirs
+		TLSConfig:         tlsConfig.Clone(), // ServeTLS adds its protocols to it, while the Raft and Kafka listeners read theirs
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -152,8 +179,9 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		warnIfExposed(logger, kl.addr, tlsConfig != nil, token != "", false)
 		fmt.Fprintf(stdout, "offsetd serving Kafka clients on %s\n", kl.addr)
 	}
-	logger.Info("serving", "addr", ln.Addr().String(), "data", dataDir, "partitions", partitions,
-		"tls", tlsConfig != nil, "auth", token != "", "retention", cfg.retention)
+	serving = true
+	logEffective(logger, cfg, effective{http: ln.Addr(), kafka: kl.address(), data: dataDir, partitions: c.Partitions(),
+		tls: tlsConfig != nil, auth: token != "", cluster: member != nil})
 
 	served := make(chan error, 1)
 	go func() {
@@ -174,7 +202,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 			}
 			return
 		}
-		logger.Info("every partition loaded", "partitions", partitions, "took", time.Since(start).Round(time.Millisecond))
+		logger.Info("every partition loaded", "partitions", c.Partitions(), "took", time.Since(start).Round(time.Millisecond))
 	}()
 
 	var runErr error
@@ -204,6 +232,63 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		logger.Info("stopped")
 	}
 	return runErr
+}
+
+// removeUnused removes dir, which a failed start created and closed
+// again, holding its lock as a server does: another server that opened
+// the new directory meanwhile keeps it. A directory without a lock file
+// was never opened, and is left.
+func removeUnused(dir string) error {
+	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another server has it open: %w", err)
+	}
+	return os.RemoveAll(dir)
+}
+
+// effective is what a started server actually does, whatever its flags
+// said.
+type effective struct {
+	http, kafka        net.Addr // kafka nil when off
+	data               string
+	partitions         int // as the data directory holds them
+	tls, auth, cluster bool
+}
+
+// logEffective logs the options the server runs with: the listeners as
+// bound (port 0 resolved), the partitions the data directory has, and
+// what protects each listener.
+func logEffective(logger *slog.Logger, cfg serveConfig, e effective) {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	kafka := "off"
+	if e.kafka != nil {
+		kafka = e.kafka.String()
+	}
+	retention := cfg.retention.String()
+	if cfg.retention == 0 {
+		retention = "forever"
+	}
+	attrs := []any{"http", e.http.String(), "kafka", kafka, "data", e.data, "partitions", e.partitions,
+		"tls", onOff(e.tls), "auth", onOff(e.auth), "kafka_sasl", onOff(e.auth && e.kafka != nil),
+		"retention", retention, "segment_size", cfg.segmentSize.String(), "snapshot_bytes", cfg.snapshotBytes.String(),
+		"cache_bytes", cfg.cacheBytes.String(), "max_body", cfg.maxBody.String(), "max_wait", cfg.maxWait,
+		"fsync", onOff(!cfg.unsafeNoSync), "log_level", cfg.logLevel.String()}
+	if e.cluster {
+		attrs = append(attrs, "node_id", cfg.nodeID, "raft", cfg.raftListen)
+	}
+	logger.Info("serving", attrs...)
 }
 
 // choosePartitions returns the partition count to open dir with: the count

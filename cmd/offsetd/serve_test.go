@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,14 +17,14 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// With no arguments offsetd serves on the embedded defaults: data in
+// offsetd serve without flags serves on the embedded defaults: data in
 // ./offsetd-data, and it says where it listens and where its data is.
 // (The port comes from OFFSETD_LISTEN, so that the test never fights over
 // 7070.)
 func TestServeDefaults(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	s := startServe(t, nil, map[string]string{"OFFSETD_LISTEN": "127.0.0.1:0"})
+	s := startServe(t, []string{"serve"}, map[string]string{"OFFSETD_LISTEN": "127.0.0.1:0"})
 	if want := filepath.Join(dir, "offsetd-data"); s.dir != want {
 		t.Fatalf("data in %s, want %s", s.dir, want)
 	}
@@ -249,4 +251,105 @@ func TestRestartThroughBinary(t *testing.T) {
 // clusterArgs is node 1 of a two-node cluster, and more.
 func clusterArgs(more ...string) []string {
 	return append([]string{"-node-id", "1", "-peers", "1=127.0.0.1:7101,2=127.0.0.1:7102", "-raft-listen", "127.0.0.1:7101"}, more...)
+}
+
+// A start that fails on a port in use creates no data directory, or
+// removes the one it created; an existing directory is left as it was.
+func TestFailedStartLeavesNoDirectory(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tmp := t.TempDir()
+	for _, c := range []struct{ name, flag, want string }{
+		{"http", "-listen", "-listen: listen tcp " + busy.Addr().String()},
+		{"kafka", "-kafka-listen", "-kafka-listen: listen tcp " + busy.Addr().String()},
+	} {
+		data := filepath.Join(tmp, c.name)
+		args := []string{"serve", "-data", data, "-listen", "127.0.0.1:0", "-kafka-listen", "127.0.0.1:0", c.flag, busy.Addr().String()}
+		if out := mustRun(t, 1, nil, args...); !strings.Contains(out, c.want) {
+			t.Fatalf("%s port in use: %s", c.name, out)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s port in use left %s behind (%v)", c.name, data, err)
+		}
+	}
+	data := filepath.Join(tmp, "kept")
+	s := startServe(t, []string{"serve", "-data", data, "-listen", "127.0.0.1:0", "-partitions", "2"}, nil)
+	mustRun(t, 0, map[string]string{"OFFSETD_ADDR": s.url}, "commit", "g", "t", "0", "5")
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	mustRun(t, 1, nil, "serve", "-data", data, "-listen", "127.0.0.1:0", "-kafka-listen", busy.Addr().String())
+	s = startServe(t, []string{"serve", "-data", data, "-listen", "127.0.0.1:0"}, nil)
+	if out := mustRun(t, 0, map[string]string{"OFFSETD_ADDR": s.url}, "describe", "g"); !regexp.MustCompile(`t\s+0\s+5\s`).MatchString(out) {
+		t.Fatalf("the existing directory lost its offsets after a failed start:\n%s", out)
+	}
+}
+
+// offsetd version prints the revision go build recorded from the checkout.
+// Go records none in a git worktree or without a git tool; the test then
+// says so and skips.
+func TestVersionOfBuiltBinary(t *testing.T) {
+	gitTool, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git tool")
+	}
+	top, err := exec.Command(gitTool, "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !fi.IsDir() {
+		t.Skip("a git worktree: go build records no VCS information in one")
+	}
+	head, err := exec.Command(gitTool, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "offsetd")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`^offsetd v\S+ \(revision ` + strings.TrimSpace(string(head)) + `(, modified)?, go1\.\S+\)\n$`)
+	if !want.Match(out) {
+		t.Fatalf("offsetd version printed %q, want revision %s", out, head)
+	}
+}
+
+// removeUnused leaves a directory another server holds, and one that was
+// never opened.
+func TestRemoveUnused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 1
+	c, err := coordinator.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err == nil {
+		t.Fatal("removed a directory a coordinator holds")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there: %v", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("a directory without a lock file was removed: %v", err)
+	}
 }

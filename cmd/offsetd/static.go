@@ -24,7 +24,7 @@ type brokerRemapFlags struct {
 
 // cmdRemapToBrokers plans (-dry-run) or applies a remap of TOPIC to a
 // broker set.
-func cmdRemapToBrokers(ctx context.Context, c *client.Client, out io.Writer, scope string, f brokerRemapFlags, args []string) error {
+func cmdRemapToBrokers(ctx context.Context, c *client.Client, out io.Writer, scope string, f brokerRemapFlags, args []string, format string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("%w: static remap -brokers takes TOPIC alone, not moves", errUsage)
 	}
@@ -36,6 +36,9 @@ func cmdRemapToBrokers(ctx context.Context, c *client.Client, out io.Writer, sco
 		plan, err := c.PlanRemapToBrokers(ctx, args[0], scope, brokers)
 		if err != nil {
 			return err
+		}
+		if format == "json" {
+			return printJSON(out, plan)
 		}
 		return printPlan(out, plan)
 	}
@@ -59,7 +62,7 @@ func cmdRemapToBrokers(ctx context.Context, c *client.Client, out io.Writer, sco
 	if err != nil {
 		return err
 	}
-	return printJSON(out, m)
+	return printMapping(out, format, m)
 }
 
 // printPlan shows a remap plan and how to apply it.
@@ -94,7 +97,7 @@ func printPlan(out io.Writer, plan statictopic.RemapPlan) error {
 // cmdImport stores the mapping of a file of RocketMQ
 // TopicQueueMappingDetail JSON: an array of them, as static export writes,
 // or an object {"details": [...]}.
-func cmdImport(ctx context.Context, c *client.Client, out io.Writer, path string, force bool) error {
+func cmdImport(ctx context.Context, c *client.Client, out io.Writer, path string, force bool, format string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -116,14 +119,11 @@ func cmdImport(ctx context.Context, c *client.Client, out io.Writer, path string
 	if err != nil {
 		return err
 	}
-	return printJSON(out, m)
+	return printMapping(out, format, m)
 }
 
 // cmdTrim drops old sealed items of a static topic.
-func cmdTrim(ctx context.Context, c *client.Client, out io.Writer, topic, scope string, below int64, queueList string, force bool) error {
-	if below < 0 {
-		return fmt.Errorf("%w: static trim needs -below LOGIC_OFFSET", errUsage)
-	}
+func cmdTrim(ctx context.Context, c *client.Client, out io.Writer, topic, scope string, below int64, queueList string, force bool, format string) error {
 	var queues []int32
 	for _, q := range splitList(queueList) {
 		v, err := parseInt32("queue", q)
@@ -136,18 +136,24 @@ func cmdTrim(ctx context.Context, c *client.Client, out io.Writer, topic, scope 
 	if err != nil {
 		return err
 	}
-	return printJSON(out, m)
+	return printMapping(out, format, m)
 }
 
 // cmdStaticReaders is static describe -groups TOPIC: every item of every
 // logic queue with the consumer groups that read it.
-func cmdStaticReaders(ctx context.Context, c *client.Client, out io.Writer, scope string, args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: static describe -groups needs TOPIC", errUsage)
+func cmdStaticReaders(ctx context.Context, c *client.Client, out io.Writer, scope, topic, format string) error {
+	if scope == "" {
+		var err error
+		if scope, err = onlyScopeOf(ctx, c, topic); err != nil {
+			return err
+		}
 	}
-	queues, err := c.StaticTopicReaders(ctx, args[0], scope)
+	queues, err := c.StaticTopicReaders(ctx, topic, scope)
 	if err != nil {
 		return err
+	}
+	if format == "json" {
+		return printJSON(out, queues)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tGEN\tBROKER\tPHYSICAL-QUEUE\tLOGIC-START\tLOGIC-END\tGROUPS")

@@ -28,7 +28,7 @@ func TestStaticTopicCommands(t *testing.T) {
 	}
 	file := writeFile(t, "t.json", exported, 0o600)
 	var m statictopic.Mapping
-	if err := json.Unmarshal([]byte(mustRun(t, 0, env, "static", "import", file)), &m); err != nil || len(m.Queues[0]) != 2 {
+	if err := json.Unmarshal([]byte(mustRun(t, 0, env, "static", "import", "-o", "json", file)), &m); err != nil || len(m.Queues[0]) != 2 {
 		t.Fatalf("import: %v %+v", err, m)
 	}
 	// A rewritten sealed item is refused, unless forced.
