@@ -299,10 +299,17 @@ func (g *group) handOff() {
 	if st.RaftState != raft.StateLeader {
 		return
 	}
+	// A voter heard from lately, with the most of the log; failing that
+	// (raft clears RecentActive at each check of the quorum, until the
+	// next answer), any voter with the most: this node stops either way.
 	var target, match uint64
+	active := false
 	for id, pr := range st.Progress {
-		if id != g.node.opts.ID && !pr.IsLearner && pr.RecentActive && (target == 0 || pr.Match > match) {
-			target, match = id, pr.Match
+		if id == g.node.opts.ID || pr.IsLearner {
+			continue
+		}
+		if better := pr.RecentActive && !active || pr.RecentActive == active && (target == 0 || pr.Match > match); better {
+			target, match, active = id, pr.Match, pr.RecentActive
 		}
 	}
 	if target != 0 {
