@@ -89,3 +89,28 @@ func testContext(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// logged is a slog.Handler that sends the value of attribute key of every
+// record whose message is msg to to, so that a test waits for an event
+// the handler logs.
+type logged struct {
+	msg, key string
+	to       chan<- string
+}
+
+func (l logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l logged) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l logged) WithGroup(string) slog.Handler            { return l }
+func (l logged) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != l.msg {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == l.key {
+			l.to <- a.Value.String()
+			return false
+		}
+		return true
+	})
+	return nil
+}

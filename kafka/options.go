@@ -36,10 +36,36 @@ type Options struct {
 	// group.min.session.timeout.ms and group.max.session.timeout.ms).
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
+	// Topics, if set, says which topics exist: the server-side assignors of
+	// consumer groups (KIP-848) hand out the partitions it names. Nil means
+	// no topic has partitions, and consumer-group members are assigned
+	// nothing.
+	Topics Topics
+	// ConsumerSessionTimeout is how long a member of a consumer group
+	// (KIP-848) stays without a heartbeat before it is removed, and
+	// ConsumerHeartbeatInterval how often it is told to heartbeat (Kafka's
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
 	// Logger receives group events. Nil means slog.Default().
 	Logger *slog.Logger
 	// Observer, if set, is told about every request handled.
 	Observer Observer
+}
+
+// Topics tells a Handler which topics exist and how many partitions each
+// has, for the server-side assignors of consumer groups. An embedding
+// broker implements it with its own topics; offsetd serve with its static
+// topics. It must be quick and safe for concurrent use: it is asked under a
+// group's lock.
+type Topics interface {
+	// Topic returns the ID and partition count of the topic named name;
+	// ok is false when there is no such topic.
+	Topic(name string) (id [16]byte, partitions int32, ok bool)
+	// Names returns the name of every topic, for the members that
+	// subscribe by regular expression.
+	Names() []string
 }
 
 // Observer receives one call per Kafka request answered, for metrics. It
@@ -57,6 +83,9 @@ func DefaultOptions() Options {
 	return Options{
 		MinSessionTimeout: 6 * time.Second,
 		MaxSessionTimeout: 30 * time.Minute,
+
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerHeartbeatInterval: 5 * time.Second,
 	}
 }
 
@@ -67,6 +96,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.MaxSessionTimeout == 0 {
 		o.MaxSessionTimeout = d.MaxSessionTimeout
+	}
+	if o.ConsumerSessionTimeout == 0 {
+		o.ConsumerSessionTimeout = d.ConsumerSessionTimeout
+	}
+	if o.ConsumerHeartbeatInterval == 0 {
+		o.ConsumerHeartbeatInterval = d.ConsumerHeartbeatInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -79,6 +114,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("kafka: Options.MinSessionTimeout is %s, want > 0", o.MinSessionTimeout)
 	case o.MaxSessionTimeout < o.MinSessionTimeout:
 		return fmt.Errorf("kafka: Options.MaxSessionTimeout is %s, below MinSessionTimeout %s", o.MaxSessionTimeout, o.MinSessionTimeout)
+	case o.ConsumerSessionTimeout < 0:
+		return fmt.Errorf("kafka: Options.ConsumerSessionTimeout is %s, want > 0", o.ConsumerSessionTimeout)
+	case o.ConsumerHeartbeatInterval < 0 || o.ConsumerHeartbeatInterval >= o.ConsumerSessionTimeout:
+		return fmt.Errorf("kafka: Options.ConsumerHeartbeatInterval is %s, want > 0 and below ConsumerSessionTimeout %s", o.ConsumerHeartbeatInterval, o.ConsumerSessionTimeout)
 	case o.Broker.Port < 0:
 		return fmt.Errorf("kafka: Options.Broker.Port is %d", o.Broker.Port)
 	}

@@ -206,13 +206,13 @@ func (s *Server) answer(rq request, st *connState, from Client, local *net.TCPAd
 	if rq.req == nil || (rq.key == int16(kmsg.ApiVersions) && !supports(serverVersions, rq.req)) {
 		// A newer ApiVersions than offsetd knows: answer v0 with the
 		// versions it serves, so the client can pick one.
-		resp := apiVersions(0)
+		resp := apiVersions(0, s.h.served())
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		return observe(resp)
 	}
 	switch req := rq.req.(type) {
 	case *kmsg.ApiVersionsRequest:
-		return observe(apiVersions(req.Version))
+		return observe(apiVersions(req.Version, s.h.served()))
 	case *kmsg.SASLHandshakeRequest:
 		if !supports(serverVersions, req) {
 			break
@@ -253,7 +253,7 @@ func (s *Server) answer(rq request, st *connState, from Client, local *net.TCPAd
 	if req, ok := rq.req.(*kmsg.MetadataRequest); ok && supports(serverVersions, req) {
 		return observe(s.metadata(req, local))
 	}
-	if !supports(handlerVersions, rq.req) {
+	if !supports(s.h.served(), rq.req) {
 		return nil, fmt.Errorf("%w: %s v%d", ErrUnsupported, kmsg.NameForKey(rq.key), rq.version)
 	}
 	resp, err := s.h.Handle(s.ctx, rq.req, from)
@@ -297,10 +297,10 @@ func splitNUL(b []byte) [][]byte {
 }
 
 // apiVersions lists exactly the APIs and versions offsetd serves.
-func apiVersions(version int16) *kmsg.ApiVersionsResponse {
+func apiVersions(version int16, handler map[int16]versionRange) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = version
-	for _, vs := range []map[int16]versionRange{serverVersions, handlerVersions} {
+	for _, vs := range []map[int16]versionRange{serverVersions, handler} {
 		for key, v := range vs {
 			k := kmsg.NewApiVersionsResponseApiKey()
 			k.ApiKey, k.MinVersion, k.MaxVersion = key, v.min, v.max
@@ -347,7 +347,9 @@ func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Re
 			rt.ErrorCode = kerr.UnknownTopicID.Code
 		} else {
 			rt.Topic = kmsg.StringPtr(*t.Topic)
-			rt.TopicID = TopicID(*t.Topic)
+			if !s.h.describeTopic(&rt, *t.Topic, b.NodeID) {
+				rt.TopicID = TopicID(*t.Topic)
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

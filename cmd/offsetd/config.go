@@ -15,6 +15,7 @@ import (
 
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/server"
+	"github.com/offsetd/offsetd/statictopic"
 )
 
 // Defaults of offsetd serve: a working server on loopback with its data
@@ -33,6 +34,7 @@ type serveConfig struct {
 	listen        string
 	kafkaListen   string
 	kafkaAdvert   string
+	kafkaScope    string
 	kafkaPeers    peersFlag
 	partitions    int
 	segmentSize   byteSize
@@ -74,6 +76,7 @@ func parseServeConfig(args []string, getenv func(string) string, help io.Writer)
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "address to listen on; port 0 picks a free port")
 	fs.StringVar(&cfg.kafkaListen, "kafka-listen", defaultKafkaListen, "address to serve Kafka clients on (group coordination and offsets); empty turns it off")
 	fs.StringVar(&cfg.kafkaAdvert, "kafka-advertise", "", "host:port Kafka clients are told to reach offsetd at; empty means the address each connection arrived at")
+	fs.StringVar(&cfg.kafkaScope, "kafka-scope", statictopic.GlobalScope, "scope whose static topics Kafka clients see as topics, their logic queues as partitions (consumer groups on group.protocol=consumer are assigned them)")
 	fs.IntVar(&cfg.partitions, "partitions", copts.Partitions, "internal partitions, fixed when the data directory is created")
 	fs.Var(&cfg.segmentSize, "segment-size", "journal segment size, e.g. 256KiB (the journal keeps its last segment in memory and drops old ones whole)")
 	fs.Var(&cfg.snapshotBytes, "snapshot-bytes", "least journal traffic between snapshots of a partition, shared out over the partitions, e.g. 256KiB (a partition also waits to append half its last snapshot's size)")
@@ -118,6 +121,8 @@ func parseServeConfig(args []string, getenv func(string) string, help io.Writer)
 		return cfg, fmt.Errorf("%w: -retention must not be negative", errUsage)
 	case cfg.kafkaAdvert != "" && cfg.kafkaListen == "":
 		return cfg, fmt.Errorf("%w: -kafka-advertise without -kafka-listen", errUsage)
+	case !validScope(cfg.kafkaScope):
+		return cfg, fmt.Errorf("%w: -kafka-scope %q is not a scope (global, a cluster, or clusters joined by commas)", errUsage, cfg.kafkaScope)
 	case cfg.snapshotBytes < 1:
 		return cfg, fmt.Errorf("%w: -snapshot-bytes must be positive", errUsage)
 	case cfg.peers == nil && (cfg.nodeID != 0 || cfg.raftListen != "" || cfg.advertise != "" || cfg.join):
