@@ -205,6 +205,12 @@ func New(c *coordinator.Coordinator, opts Options) (*Server, error) {
 		s.responses.Close()
 		return nil, fmt.Errorf("server: registering metrics: %w", err)
 	}
+	if cs, ok := opts.Cluster.(ClusterStats); ok {
+		if err := reg.Register(raftCollector{cs}); err != nil {
+			s.responses.Close()
+			return nil, fmt.Errorf("server: registering Raft metrics: %w", err)
+		}
+	}
 	s.routes(reg)
 	s.handler = s.observe(http.HandlerFunc(s.serve))
 	return s, nil
@@ -272,6 +278,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if path.Clean(p) != p {
 			writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "path %q has an empty or dot segment", p))
 			return
+		}
+		if !strings.HasPrefix(p, "/v1/cluster/") {
+			if e := s.clusterReady(); e != nil && e.code == codeNodeRemoved {
+				writeError(w, e)
+				return
+			}
 		}
 		// The hot reads are routed here; on a cluster node they go
 		// through the mux, to their read barrier.
@@ -364,6 +376,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		}},
 		{path: "/v1/cluster/partitions", methods: map[string]http.HandlerFunc{
 			"GET": s.listReplicas,
+		}},
+		{path: "/v1/cluster/status", methods: map[string]http.HandlerFunc{
+			"GET": s.clusterStatus,
 		}},
 		{path: "/v1/cluster/partitions/{partition}/replicas", methods: map[string]http.HandlerFunc{
 			"POST": s.changeReplicas,
