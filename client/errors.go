@@ -95,6 +95,8 @@ func (e *Error) Is(target error) bool {
 		return e.Status == http.StatusConflict && e.Code == "sealed_history"
 	case ErrChangePending:
 		return e.Status == http.StatusConflict && e.Code == "change_pending"
+	case ErrNodeRemoved:
+		return e.Status == http.StatusGone && e.Code == "node_removed"
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
 	}

@@ -12,6 +12,10 @@ import (
 // partition's replicas asked while another is under way.
 var ErrChangePending = errors.New("client: a change of the partition's replicas is under way")
 
+// ErrNodeRemoved matches a 410 with code node_removed: the node asked was
+// removed from its cluster and serves nothing; ask another.
+var ErrNodeRemoved = errors.New("client: the node was removed from its cluster")
+
 // Replicas is a partition's configuration in a cluster: its voters, the
 // nodes being added (learners) and, during a joint change, the voters of
 // the configuration it leaves.
@@ -85,4 +89,65 @@ func (c *Client) eachPartition(ctx context.Context, ch ReplicaChange) ([]Replica
 		}
 	}
 	return all, nil
+}
+
+// ClusterStatus is one node's view of its cluster (GET
+// /v1/cluster/status).
+type ClusterStatus struct {
+	Node uint64 `json:"node"`
+	// Membership is member (a voter of some partition), learner (being
+	// added), joining (not added yet) or removed.
+	Membership string       `json:"membership"`
+	Peers      []PeerStatus `json:"peers"`
+	// Partitions holds every partition as the node sees it.
+	Partitions []PartitionStatus `json:"partitions"`
+}
+
+// PeerStatus is another node as the node asked reaches it.
+type PeerStatus struct {
+	ID uint64 `json:"id"`
+	// Address is where the peer serves clients, if the node asked knows.
+	Address string `json:"address,omitempty"`
+	// Reachable is true while the node's Raft messages reach the peer.
+	Reachable       bool   `json:"reachable"`
+	MessagesSent    uint64 `json:"messagesSent"`
+	MessagesDropped uint64 `json:"messagesDropped"`
+}
+
+// PartitionStatus is a partition as a node sees it: its configuration,
+// and the Raft term, commit index and applied index as the node knows
+// them.
+type PartitionStatus struct {
+	Replicas
+	Term    uint64 `json:"term"`
+	Commit  uint64 `json:"commit"`
+	Applied uint64 `json:"applied"`
+	// Followers, on the partition's leader, says how each other replica
+	// fares: heard from within an election timeout (Active), and the last
+	// index it holds (Match).
+	Followers []FollowerStatus `json:"followers,omitempty"`
+}
+
+// FollowerStatus is a replica as its partition's leader sees it.
+type FollowerStatus struct {
+	ID     uint64 `json:"id"`
+	Active bool   `json:"active"`
+	Match  uint64 `json:"match"`
+}
+
+// ClusterStatus returns the node's view of its cluster.
+func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: segments("v1", "cluster", "status")})
+	if err != nil {
+		return ClusterStatus{}, err
+	}
+	var out ClusterStatus
+	return out, rep.decode(&out)
+}
+
+// At returns a client of another server, at addr (host:port), with this
+// client's scheme, token, HTTP client and retries: the way to ask each
+// node of a cluster for its own status.
+func (c *Client) At(addr string) (*Client, error) {
+	return New(c.base.Scheme+"://"+addr, Options{HTTPClient: c.http, Token: c.token, Retries: c.retries, MaxRetryWait: c.maxWait})
 }

@@ -73,6 +73,18 @@
 // same rate and no process pauses longer than the lease, ReadIndex is safe
 // whatever the clocks do, for one round trip to the nearest follower.
 //
+// # What an operator sees
+//
+// A node counts and logs what its groups do (Stats, and Options.Logger):
+// each new leader it learns of, each configuration change it applies, each
+// leader's snapshot sent and received, each peer its transport stops and
+// starts reaching (the HTTP transport probes a peer it has nothing to send
+// to), and its own membership: a joining node not yet added (it logs the
+// command that adds it), a learner, a voter, or a node removed from every
+// partition it held, which it learns by applying the change that removes
+// it. Ready says whether it is a voter; package server turns this into the
+// offsetd_raft_* metrics, /readyz and GET /v1/cluster/status.
+//
 // # Lifecycle
 //
 //	n, err := cluster.Open(dir, coordinator.Options{}, cluster.Options{ID: 1, Peers: []uint64{1, 2, 3}, Transport: t})

@@ -1,5 +1,37 @@
 package cluster
 
-// freeze stops the node's Raft clock: a leader then never notices that it
-// lost its quorum, nor a follower that its leader is gone.
-func (n *Node) freeze(on bool) { n.frozen.Store(on) }
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// WithTicks makes a node's Raft clock tick on what ticks brings instead of
+// every Options.TickInterval: a test that stops sending stops the clock.
+func WithTicks(o Options, ticks <-chan time.Time) Options {
+	o.ticks = ticks
+	return o
+}
+
+// LeadersChanged returns a channel closed when a group's leader changes.
+func (n *Node) LeadersChanged() <-chan struct{} { return n.leaders.Wait() }
+
+// Progressed returns a channel closed on the next tick or configuration
+// change.
+func (n *Node) Progressed() <-chan struct{} { return n.progress.Wait() }
+
+// RaftStatus returns partition's raft status, as raft prints it.
+func (n *Node) RaftStatus(partition int) string {
+	var st string
+	g := n.groups[partition]
+	g.call(context.Background(), func(error) { st = fmt.Sprint(g.rn.Status()) })
+	return st
+}
+
+// CommitIndex returns partition's commit index as this node knows it.
+func (n *Node) CommitIndex(ctx context.Context, partition int) (uint64, error) {
+	var commit uint64
+	g := n.groups[partition]
+	err := g.call(ctx, func(error) { commit = g.rn.BasicStatus().GetCommit() })
+	return commit, err
+}

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/offsetd/offsetd/cluster/clustertest"
 	"github.com/offsetd/offsetd/internal/offsetcheck"
 	"github.com/offsetd/offsetd/partitioner"
 )
@@ -35,7 +36,7 @@ func testFailover(t *testing.T, seed uint64) {
 	// front dropped, and restarted nodes caught up from snapshots, while
 	// the leader fails over.
 	tc := newTestCluster(t, seed, 3, parts, smallJournal)
-	tc.nw.SetFaults(Faults{Drop: 0.05, Duplicate: 0.05, MaxDelay: 2 * time.Millisecond})
+	tc.nw.SetFaults(clustertest.Faults{Drop: 0.05, Duplicate: 0.05, MaxDelay: 2 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 

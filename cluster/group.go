@@ -50,9 +50,14 @@ type group struct {
 	outbox    []Message
 	reading   map[uint64]chan readResult // ReadIndex calls by request id
 	nextRead  uint64
-	leadTerm  uint64 // the term this node leads, 0 when it does not
-	startTerm uint64 // the term whose first committed entry termStart is
-	applied   uint64 // the last index handed to the coordinator
+	leadTerm  uint64            // the term this node leads, 0 when it does not
+	startTerm uint64            // the term whose first committed entry termStart is
+	applied   uint64            // the last index handed to the coordinator
+	seenLead  uint64            // the last leader this node knew of, for the log
+	seenTerm  uint64            // its term
+	ticks     uint64            // ticks so far, for heard
+	heard     map[uint64]uint64 // while leading: the tick each follower was last seen active
+	heardTerm uint64            // the term heard is of
 
 	mu        sync.Mutex
 	leader    uint64                  // guarded by mu
@@ -61,6 +66,12 @@ type group struct {
 	nudge     bool                    // guarded by mu: the leader changed since the last batch
 	failed    error                   // guarded by mu
 	conf      *pb.ConfState           // guarded by mu: the configuration applied last
+	wasMember bool                    // guarded by mu: this node was in the configuration once (a founder always was)
+	evicted   bool                    // guarded by mu: the leader says this node is no member, though conf has it
+	term      uint64                  // guarded by mu: the term as this node knows it
+	commit    uint64                  // guarded by mu: the commit index as this node knows it
+	followers []Follower              // guarded by mu: how the followers fare, while this node leads
+	delivered atomic.Uint64           // the last index the coordinator's writer took
 	wake      chan struct{}           // holds a token while queue may be non-empty
 	committed chan []coordinator.Committed
 }
@@ -122,6 +133,7 @@ func (g *group) start(applied uint64) error {
 	}
 	g.storage.conf = cs
 	g.conf = cs
+	g.wasMember = !o.Join || hasMember(cs, o.ID)
 	g.applied = applied
 	cfg := &raft.Config{
 		Applied:         applied,
@@ -167,6 +179,7 @@ func (g *group) run(stop <-chan struct{}) {
 		case <-g.tick:
 			g.rn.Tick()
 			g.balance()
+			g.noteFollowers()
 		case fn := <-g.calls:
 			fn(nil)
 		case <-g.handoff:
@@ -245,6 +258,40 @@ func (g *group) balance() {
 	}
 }
 
+// noteFollowers records, while this node leads, how each follower fares,
+// for Stats; once a tick is often enough for an operator. raft clears
+// RecentActive at each check of the quorum (every election timeout) and
+// sets it again at the follower's next answer, so a follower counts as
+// active while it was seen active within the last election timeout; a
+// new leader, or a new follower, gets one election timeout to be heard
+// from, as raft gives a new leader before it checks its quorum.
+func (g *group) noteFollowers() {
+	g.ticks++
+	var followers []Follower
+	if st := g.rn.BasicStatus(); st.RaftState == raft.StateLeader {
+		if g.heardTerm != st.GetTerm() {
+			g.heardTerm = st.GetTerm()
+			clear(g.heard)
+		}
+		if g.heard == nil {
+			g.heard = make(map[uint64]uint64)
+		}
+		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			if id == g.node.opts.ID {
+				return
+			}
+			if _, ok := g.heard[id]; !ok || pr.RecentActive {
+				g.heard[id] = g.ticks
+			}
+			active := g.ticks-g.heard[id] <= uint64(g.node.opts.ElectionTicks)
+			followers = append(followers, Follower{ID: id, Active: active, Match: pr.Match})
+		})
+	}
+	g.mu.Lock()
+	g.followers = followers
+	g.mu.Unlock()
+}
+
 // handOff hands the lead, if this node has it, to the node that is up and
 // has the most of the log, before this node stops.
 func (g *group) handOff() {
@@ -252,10 +299,17 @@ func (g *group) handOff() {
 	if st.RaftState != raft.StateLeader {
 		return
 	}
+	// A voter heard from lately, with the most of the log; failing that
+	// (raft clears RecentActive at each check of the quorum, until the
+	// next answer), any voter with the most: this node stops either way.
 	var target, match uint64
+	active := false
 	for id, pr := range st.Progress {
-		if id != g.node.opts.ID && !pr.IsLearner && pr.RecentActive && (target == 0 || pr.Match > match) {
-			target, match = id, pr.Match
+		if id == g.node.opts.ID || pr.IsLearner {
+			continue
+		}
+		if better := pr.RecentActive && !active || pr.RecentActive == active && (target == 0 || pr.Match > match); better {
+			target, match, active = id, pr.Match, pr.RecentActive
 		}
 	}
 	if target != 0 {
@@ -340,6 +394,9 @@ func (g *group) handle(rd raft.Ready) error {
 			}
 			g.setConf(meta.GetConfState())
 			g.applied = meta.GetIndex()
+			g.node.snapshotsReceived.Add(1)
+			g.node.opts.Logger.Info("raft snapshot received", "partition", g.partition, "index", meta.GetIndex(), "term", meta.GetTerm())
+			g.node.checkMembership()
 		}
 		for _, e := range rd.Entries {
 			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
@@ -362,6 +419,9 @@ func (g *group) handle(rd raft.Ready) error {
 				// Sent, as far as this node can tell: if it was lost, the
 				// leader probes the follower again and sends another.
 				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+				g.node.snapshotsSent.Add(1)
+				g.node.opts.Logger.Info("raft snapshot sent", "partition", g.partition, "to", m.GetTo(),
+					"index", m.GetSnapshot().GetMetadata().GetIndex(), "bytes", len(m.GetSnapshot().GetData()))
 			}
 		}
 	}
@@ -404,9 +464,10 @@ func (g *group) handle(rd raft.Ready) error {
 			cs := g.rn.ApplyConfChange(cc)
 			g.setConf(cs)
 			g.node.learnPeer(cc.AsV2())
-			if hook := g.node.confApplied.Load(); hook != nil {
-				(*hook)(g.partition, cs)
-			}
+			g.node.opts.Logger.Info("raft configuration changed", "partition", g.partition, "index", e.GetIndex(),
+				"voters", sorted(cs.GetVoters()), "learners", sorted(append(slices.Clone(cs.GetLearners()), cs.GetLearnersNext()...)),
+				"outgoing", sorted(cs.GetVotersOutgoing()))
+			g.node.checkMembership()
 			confChanged = true
 		}
 		g.applied = e.GetIndex()
@@ -415,9 +476,18 @@ func (g *group) handle(rd raft.Ready) error {
 		}
 		out = append(out, c)
 	}
+	if st.Lead != 0 && (st.Lead != g.seenLead || st.GetTerm() != g.seenTerm) {
+		g.node.leaderChanges.Add(1)
+		g.node.opts.Logger.Info("raft leader changed", "partition", g.partition, "term", st.GetTerm(), "old", g.seenLead, "new", st.Lead)
+		g.seenLead, g.seenTerm = st.Lead, st.GetTerm()
+	}
 	g.mu.Lock()
 	changed := g.leader != st.Lead || g.termStart != termStart
 	g.leader, g.termStart = st.Lead, termStart
+	g.term, g.commit = st.GetTerm(), st.GetCommit()
+	if g.leadTerm == 0 {
+		g.followers = nil
+	}
 	g.queue = append(g.queue, out...)
 	g.nudge = g.nudge || changed
 	g.mu.Unlock()
@@ -460,6 +530,9 @@ func (g *group) forward(stop <-chan struct{}) {
 		}
 		select {
 		case g.committed <- batch:
+			if len(batch) > 0 {
+				g.delivered.Store(batch[len(batch)-1].Index)
+			}
 		case <-stop:
 			return
 		}

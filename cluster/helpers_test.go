@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -9,24 +9,162 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/offsetd/offsetd/cluster"
+	"github.com/offsetd/offsetd/cluster/clustertest"
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// testCluster is a cluster of nodes in this process, over a Network.
+// testCluster is a cluster of nodes in this process, over a
+// clustertest.Network.
 type testCluster struct {
 	t     *testing.T
-	nw    *Network
+	nw    *clustertest.Network
 	peers []uint64
 	dir   string
 	parts int
 	copts coordinator.Options // of every node; Partitions and Logger are set
 
 	mu     sync.Mutex
-	nodes  map[uint64]*Node // guarded by mu: the running ones
-	joined map[uint64]bool  // guarded by mu: nodes that joined the running cluster
+	nodes  map[uint64]*cluster.Node // guarded by mu: the running ones
+	clocks map[uint64]*testClock    // guarded by mu: the running nodes' clocks
+	logs   map[uint64]*testLog      // guarded by mu: each node's log, kept over restarts
+	joined map[uint64]bool          // guarded by mu: nodes that joined the running cluster
+}
+
+// testClock is a node's Raft clock: a ticker of testTick that a test can
+// stop (freeze), so that a leader never notices that it lost its quorum,
+// nor a follower that its leader is gone.
+type testClock struct {
+	frozen atomic.Bool
+	ticks  chan time.Time
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func newTestClock() *testClock {
+	c := &testClock{ticks: make(chan time.Time), done: make(chan struct{})}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(testTick)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.done:
+				return
+			case now := <-t.C:
+				if c.frozen.Load() {
+					continue
+				}
+				select {
+				case c.ticks <- now:
+				case <-c.done:
+					return
+				}
+			}
+		}
+	}()
+	return c
+}
+
+func (c *testClock) stop() {
+	close(c.done)
+	c.wg.Wait()
+}
+
+// testLog is a node's log in a test cluster: a slog.Handler that drops
+// every record at Info level or above unless a test watches them.
+type testLog struct {
+	root  *testLog // the node's, which holds the watchers; nil for itself
+	attrs []slog.Attr
+
+	mu       sync.Mutex
+	next     int                       // guarded by mu
+	watchers map[int]func(slog.Record) // guarded by mu
+}
+
+// watchLog has fn called with every record node id logs from now on, on
+// the goroutine that logs it, until the returned function is called.
+func (tc *testCluster) watchLog(id uint64, fn func(r slog.Record)) (stop func()) {
+	tc.mu.Lock()
+	h := tc.logs[id]
+	tc.mu.Unlock()
+	return h.watch(fn)
+}
+
+// watch has fn called with every record logged from now on, until the
+// returned function is called.
+func (h *testLog) watch(fn func(r slog.Record)) (stop func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watchers == nil {
+		h.watchers = make(map[int]func(slog.Record))
+	}
+	h.next++
+	key := h.next
+	h.watchers[key] = fn
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.watchers, key)
+	}
+}
+
+func (h *testLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *testLog) Handle(_ context.Context, r slog.Record) error {
+	root := h
+	if h.root != nil {
+		root = h.root
+	}
+	root.mu.Lock()
+	var fns []func(slog.Record)
+	for _, fn := range root.watchers {
+		fns = append(fns, fn)
+	}
+	root.mu.Unlock()
+	if len(fns) == 0 {
+		return nil
+	}
+	r = r.Clone()
+	r.AddAttrs(h.attrs...)
+	for _, fn := range fns {
+		fn(r)
+	}
+	return nil
+}
+
+func (h *testLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	root := h
+	if h.root != nil {
+		root = h.root
+	}
+	return &testLog{attrs: append(slices.Clone(h.attrs), attrs...), root: root}
+}
+
+func (h *testLog) WithGroup(string) slog.Handler { return h }
+
+// attr returns the value of r's attribute key.
+func attr(r slog.Record, key string) (v slog.Value, ok bool) {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v, ok = a.Value, true
+			return false
+		}
+		return true
+	})
+	return v, ok
+}
+
+// freeze stops node id's clock, or starts it again.
+func (tc *testCluster) freeze(id uint64, on bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.clocks[id].frozen.Store(on)
 }
 
 // testTick is the Raft tick of test clusters: elections take 10-20 ticks.
@@ -34,8 +172,8 @@ const testTick = 5 * time.Millisecond
 
 func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...func(*coordinator.Options)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, nw: NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*Node),
-		copts: coordinator.Options{Partitions: parts, Logger: quiet}, joined: make(map[uint64]bool)}
+	tc := &testCluster{t: t, nw: clustertest.NewNetwork(seed), dir: t.TempDir(), parts: parts, nodes: make(map[uint64]*cluster.Node),
+		clocks: make(map[uint64]*testClock), logs: make(map[uint64]*testLog), copts: coordinator.Options{Partitions: parts, Logger: quiet}, joined: make(map[uint64]bool)}
 	for _, c := range configure {
 		c(&tc.copts)
 	}
@@ -60,18 +198,25 @@ func newTestCluster(t *testing.T, seed uint64, size, parts int, configure ...fun
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // start opens node id on its data directory.
-func (tc *testCluster) start(id uint64) *Node {
+func (tc *testCluster) start(id uint64) *cluster.Node {
 	tc.t.Helper()
 	tc.mu.Lock()
-	opts := Options{ID: id, Peers: slices.Clone(tc.peers), Join: tc.joined[id], Transport: tc.nw.Transport(id), TickInterval: testTick, Logger: quiet}
+	if tc.logs[id] == nil {
+		tc.logs[id] = &testLog{}
+	}
+	opts := cluster.Options{ID: id, Peers: slices.Clone(tc.peers), Join: tc.joined[id], Transport: tc.nw.Transport(id), TickInterval: testTick,
+		Logger: slog.New(tc.logs[id])}
 	tc.mu.Unlock()
-	n, err := Open(filepath.Join(tc.dir, fmt.Sprint(id)), tc.copts, opts)
+	clock := newTestClock()
+	n, err := cluster.Open(filepath.Join(tc.dir, fmt.Sprint(id)), tc.copts, cluster.WithTicks(opts, clock.ticks))
 	if err != nil {
+		clock.stop()
 		tc.t.Fatalf("open node %d: %v", id, err)
 	}
 	tc.nw.Attach(id, n.Receive)
 	tc.mu.Lock()
 	tc.nodes[id] = n
+	tc.clocks[id] = clock
 	tc.mu.Unlock()
 	return n
 }
@@ -80,8 +225,9 @@ func (tc *testCluster) start(id uint64) *Node {
 func (tc *testCluster) stop(id uint64) {
 	tc.t.Helper()
 	tc.mu.Lock()
-	n := tc.nodes[id]
+	n, clock := tc.nodes[id], tc.clocks[id]
 	delete(tc.nodes, id)
+	delete(tc.clocks, id)
 	tc.mu.Unlock()
 	if n == nil {
 		return
@@ -90,16 +236,17 @@ func (tc *testCluster) stop(id uint64) {
 	if err := n.Close(); err != nil {
 		tc.t.Errorf("close node %d: %v", id, err)
 	}
+	clock.stop()
 }
 
-func (tc *testCluster) node(id uint64) *Node {
+func (tc *testCluster) node(id uint64) *cluster.Node {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	return tc.nodes[id]
 }
 
 // anyNode returns a running node other than not, preferring id hint.
-func (tc *testCluster) anyNode(hint, not uint64) *Node {
+func (tc *testCluster) anyNode(hint, not uint64) *cluster.Node {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if n := tc.nodes[hint]; n != nil && hint != not {
@@ -116,7 +263,7 @@ func (tc *testCluster) anyNode(hint, not uint64) *Node {
 // nextNode returns the running node that follows id in the order of the
 // peers, round and round: asking each in turn reaches one that knows the
 // leader, even past nodes that never will (cut off, or removed).
-func (tc *testCluster) nextNode(id uint64) *Node {
+func (tc *testCluster) nextNode(id uint64) *cluster.Node {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	at := slices.Index(tc.peers, id)
@@ -130,7 +277,7 @@ func (tc *testCluster) nextNode(id uint64) *Node {
 
 // join starts node id, new to the cluster, on an empty data directory: it
 // waits to be added to the partitions' groups.
-func (tc *testCluster) join(id uint64) *Node {
+func (tc *testCluster) join(id uint64) *cluster.Node {
 	tc.t.Helper()
 	tc.mu.Lock()
 	tc.peers = append(tc.peers, id)
@@ -140,8 +287,8 @@ func (tc *testCluster) join(id uint64) *Node {
 }
 
 // changeReplicas runs ChangeReplicas on the leader of partition.
-func (tc *testCluster) changeReplicas(ctx context.Context, partition int, ch ReplicaChange) error {
-	return tc.leaderFor(ctx, "", func(n *Node) error { return n.ChangeReplicas(ctx, partition, ch) })
+func (tc *testCluster) changeReplicas(ctx context.Context, partition int, ch cluster.ReplicaChange) error {
+	return tc.leaderFor(ctx, "", func(n *cluster.Node) error { return n.ChangeReplicas(ctx, partition, ch) })
 }
 
 // errNoNode reports that no node runs to send a request to.
@@ -151,7 +298,7 @@ var errNoNode = errors.New("no node runs")
 // following NotLeader answers and waiting out elections, until fn
 // succeeds, fails otherwise, or ctx ends. A write whose outcome a failover
 // left unknown is sent again: the tests' writes may happen twice.
-func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *Node) error) error {
+func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *cluster.Node) error) error {
 	var hint, avoid uint64
 	var turn uint64 // the last node asked in turn for a leader
 	for {
@@ -185,7 +332,7 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 					hint = leader
 				}
 			}
-		case errors.Is(err, coordinator.ErrLeadershipLost) || errors.Is(err, coordinator.ErrClosed) || errors.Is(err, ErrStopped):
+		case errors.Is(err, coordinator.ErrLeadershipLost) || errors.Is(err, coordinator.ErrClosed) || errors.Is(err, cluster.ErrStopped):
 			hint, avoid = 0, n.ID()
 			if other := tc.nextNode(n.ID()); other != nil {
 				hint = other.ID()
@@ -201,7 +348,7 @@ func (tc *testCluster) leaderFor(ctx context.Context, group string, fn func(n *N
 
 // commit commits offset for group (topic "t", partition 0) on the leader.
 func (tc *testCluster) commit(ctx context.Context, group string, offset int64) error {
-	return tc.leaderFor(ctx, group, func(n *Node) error {
+	return tc.leaderFor(ctx, group, func(n *cluster.Node) error {
 		return n.Coordinator().Commit(ctx, group, []coordinator.OffsetCommit{{Topic: "t", Partition: 0, Offset: offset}})
 	})
 }
@@ -209,7 +356,7 @@ func (tc *testCluster) commit(ctx context.Context, group string, offset int64) e
 // fetch reads group's offset (-1 when absent) linearizably on the leader.
 func (tc *testCluster) fetch(ctx context.Context, group string) (int64, error) {
 	offset := int64(-1)
-	err := tc.leaderFor(ctx, group, func(n *Node) error {
+	err := tc.leaderFor(ctx, group, func(n *cluster.Node) error {
 		c := n.Coordinator()
 		if err := c.Barrier(ctx, group); err != nil {
 			return err
@@ -224,17 +371,17 @@ func (tc *testCluster) fetch(ctx context.Context, group string) (int64, error) {
 }
 
 // awaitApplied waits until node n's tables hold offset for group.
-func awaitApplied(ctx context.Context, n *Node, group string, offset int64) error {
+func awaitApplied(ctx context.Context, n *cluster.Node, group string, offset int64) error {
 	return awaitOffset(ctx, n, group, offset, func(o int64) bool { return o == offset })
 }
 
 // awaitAtLeast waits until node n's tables hold offset, or a later one,
 // for group: writers may go on committing meanwhile.
-func awaitAtLeast(ctx context.Context, n *Node, group string, offset int64) error {
+func awaitAtLeast(ctx context.Context, n *cluster.Node, group string, offset int64) error {
 	return awaitOffset(ctx, n, group, offset, func(o int64) bool { return o >= offset })
 }
 
-func awaitOffset(ctx context.Context, n *Node, group string, offset int64, done func(int64) bool) error {
+func awaitOffset(ctx context.Context, n *cluster.Node, group string, offset int64, done func(int64) bool) error {
 	c := n.Coordinator()
 	for {
 		_, changed, stop, err := c.WatchGroup(group)

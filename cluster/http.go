@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +26,10 @@ const (
 	headerFrom      = "X-Offsetd-From"
 	headerAdvertise = "X-Offsetd-Advertise"
 	headerRaft      = "X-Offsetd-Raft"
+	// headerNotMember, in an answer, lists the partitions whose leader
+	// does not have the sender in its configuration: a node removed while
+	// it was cut off learns it so.
+	headerNotMember = "X-Offsetd-Not-Member"
 )
 
 // HTTPOptions configures an HTTPTransport.
@@ -53,6 +59,13 @@ type HTTPOptions struct {
 	// Logger receives send failures at debug level. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// ProbeInterval is how long a sender with nothing to send waits before
+	// it POSTs an empty body, to learn whether its peer still answers: a
+	// peer is unreachable once a POST to it fails, or none has succeeded
+	// for three intervals. Zero means 500ms, half Raft's default election
+	// timeout, so that a peer that stops reads unreachable within two
+	// election timeouts.
+	ProbeInterval time.Duration
 }
 
 // HTTPTransport carries Raft messages between processes over HTTP: one
@@ -60,11 +73,21 @@ type HTTPOptions struct {
 // A peer that is down or slow loses messages (its queue is bounded), which
 // Raft survives.
 type HTTPTransport struct {
-	opts   HTTPOptions
-	mu     sync.RWMutex
-	queues map[uint64]chan []byte // guarded by mu
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	opts      HTTPOptions
+	notMember atomic.Pointer[func(partitions []int)] // set by the Node: see headerNotMember
+	mu        sync.RWMutex
+	peers     map[uint64]*peer // guarded by mu
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// peer is what an HTTPTransport keeps of one peer.
+type peer struct {
+	q             chan []byte // one encoded message each
+	sent, dropped atomic.Uint64
+	mu            sync.Mutex
+	lastOK        time.Time // guarded by mu: the last POST that succeeded, or when sending began
+	failing       bool      // guarded by mu: the last POST failed
 }
 
 // peerQueue bounds the messages waiting for one peer.
@@ -86,7 +109,10 @@ func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	t := &HTTPTransport{opts: opts, queues: make(map[uint64]chan []byte), stop: make(chan struct{})}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 500 * time.Millisecond
+	}
+	t := &HTTPTransport{opts: opts, peers: make(map[uint64]*peer), stop: make(chan struct{})}
 	for id, addr := range opts.Peers {
 		t.AddPeer(id, addr)
 	}
@@ -99,7 +125,7 @@ func NewHTTPTransport(opts HTTPOptions) *HTTPTransport {
 func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.queues[id]; ok || id == t.opts.ID {
+	if _, ok := t.peers[id]; ok || id == t.opts.ID {
 		return
 	}
 	select {
@@ -107,12 +133,12 @@ func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 		return
 	default:
 	}
-	q := make(chan []byte, peerQueue)
-	t.queues[id] = q
+	p := &peer{q: make(chan []byte, peerQueue), lastOK: time.Now()}
+	t.peers[id] = p
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.sender(id, addr, q)
+		t.sender(id, addr, p)
 	}()
 }
 
@@ -121,8 +147,8 @@ func (t *HTTPTransport) Send(msgs []Message) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, m := range msgs {
-		q := t.queues[m.Raft.GetTo()]
-		if q == nil {
+		p := t.peers[m.Raft.GetTo()]
+		if p == nil {
 			continue
 		}
 		b, err := AppendMessages(nil, []Message{m})
@@ -131,14 +157,30 @@ func (t *HTTPTransport) Send(msgs []Message) {
 			continue
 		}
 		select {
-		case q <- b:
+		case p.q <- b:
 		default:
+			p.dropped.Add(1)
 		}
 	}
 }
 
-// sender POSTs what queues for one peer until Close.
-func (t *HTTPTransport) sender(id uint64, addr string, q chan []byte) {
+// Peer returns how node id fares as this transport sees it.
+func (t *HTTPTransport) Peer(id uint64) (PeerStats, bool) {
+	t.mu.RLock()
+	p := t.peers[id]
+	t.mu.RUnlock()
+	if p == nil {
+		return PeerStats{ID: id}, false
+	}
+	p.mu.Lock()
+	reachable := !p.failing && time.Since(p.lastOK) < 3*t.opts.ProbeInterval
+	p.mu.Unlock()
+	return PeerStats{ID: id, Reachable: reachable, Sent: p.sent.Load(), Dropped: p.dropped.Load()}, true
+}
+
+// sender POSTs what queues for one peer until Close, and an empty body
+// after every ProbeInterval without anything to send.
+func (t *HTTPTransport) sender(id uint64, addr string, p *peer) {
 	scheme := "http://"
 	if t.opts.TLS != nil {
 		scheme = "https://"
@@ -150,26 +192,47 @@ func (t *HTTPTransport) sender(id uint64, addr string, q chan []byte) {
 		<-t.stop
 		cancel()
 	}()
+	probe := time.NewTimer(t.opts.ProbeInterval)
+	defer probe.Stop()
 	var body []byte
 	for {
+		n := 0
 		select {
 		case <-t.stop:
 			return
-		case b := <-q:
+		case b := <-p.q:
 			body = append(body[:0], b...)
+			n++
+		case <-probe.C:
+			body = body[:0]
 		}
 	gather:
 		for len(body) < maxPostBytes {
 			select {
-			case b := <-q:
+			case b := <-p.q:
 				body = append(body, b...)
+				n++
 			default:
 				break gather
 			}
 		}
-		if err := t.post(ctx, url, body); err != nil && ctx.Err() == nil {
-			t.opts.Logger.Debug("cluster: messages to a peer lost", "peer", id, "err", err)
+		err := t.post(ctx, url, body)
+		if ctx.Err() != nil {
+			return
 		}
+		p.mu.Lock()
+		p.failing = err != nil
+		if err == nil {
+			p.lastOK = time.Now()
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.dropped.Add(uint64(n))
+			t.opts.Logger.Debug("cluster: messages to a peer lost", "peer", id, "messages", n, "err", err)
+		} else {
+			p.sent.Add(uint64(n))
+		}
+		probe.Reset(t.opts.ProbeInterval)
 	}
 }
 
@@ -195,10 +258,31 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if v := resp.Header.Get(headerNotMember); v != "" {
+		if fn := t.notMember.Load(); fn != nil {
+			(*fn)(parsePartitions(v))
+		}
+	}
 	if resp.StatusCode != http.StatusNoContent {
 		return fmt.Errorf("POST %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// onNotMember has fn called with the partitions whose leaders answer
+// that this node is no member of them.
+func (t *HTTPTransport) onNotMember(fn func(partitions []int)) { t.notMember.Store(&fn) }
+
+// parsePartitions parses a comma-separated list of partitions, skipping
+// what is not one.
+func parsePartitions(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if p, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && p >= 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Close stops the senders; what is queued is dropped.
@@ -238,12 +322,20 @@ func Handler(n *Node, token string) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64); err == nil && from != 0 {
+		from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
+		if err == nil && from != 0 {
 			if addr := r.Header.Get(headerAdvertise); addr != "" {
 				n.SetAddress(from, addr)
 			}
 			if addr := r.Header.Get(headerRaft); addr != "" {
 				n.addPeer(from, addr)
+			}
+			if parts := n.notMemberOf(from, msgs); len(parts) > 0 {
+				s := make([]string, len(parts))
+				for i, p := range parts {
+					s[i] = strconv.Itoa(p)
+				}
+				w.Header().Set(headerNotMember, strings.Join(s, ","))
 			}
 		}
 		n.Receive(msgs)

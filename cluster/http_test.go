@@ -1,21 +1,26 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 )
 
 // httpMember is a node of a test cluster over real HTTP on loopback.
 type httpMember struct {
-	node      *Node
-	transport *HTTPTransport
+	node      *cluster.Node
+	transport *cluster.HTTPTransport
 	server    *http.Server
+	closed    *atomic.Bool // set, the node's Raft listener answers 503 to everything
+	log       *testLog
 }
 
 // startHTTPCluster starts size nodes that talk over HTTP on loopback;
@@ -60,15 +65,24 @@ func startHTTPCluster(t *testing.T, size uint64, knows func(id, other uint64) bo
 				others[p] = a
 			}
 		}
-		tr := NewHTTPTransport(HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Address: addrs[id], Token: "secret", Logger: quiet})
-		n, err := Open(filepath.Join(dir, fmt.Sprint(id)), coordinator.Options{Partitions: 2, Logger: quiet},
-			Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: quiet})
+		tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: id, Peers: others, Advertise: fmt.Sprintf("client-%d:80", id), Address: addrs[id], Token: "secret", Logger: quiet})
+		log := &testLog{}
+		n, err := cluster.Open(filepath.Join(dir, fmt.Sprint(id)), coordinator.Options{Partitions: 2, Logger: quiet},
+			cluster.Options{ID: id, Peers: peers, Transport: tr, TickInterval: testTick, Logger: slog.New(log)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := &http.Server{Handler: Handler(n, "secret")}
+		closed := new(atomic.Bool)
+		h := cluster.Handler(n, "secret")
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if closed.Load() {
+				http.Error(w, "closed by the test", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})}
 		go srv.Serve(listeners[id])
-		members[id] = &httpMember{node: n, transport: tr, server: srv}
+		members[id] = &httpMember{node: n, transport: tr, server: srv, closed: closed, log: log}
 	}
 	return members, addrs, stop
 }
@@ -86,7 +100,7 @@ func TestHTTPTransport(t *testing.T) {
 		t.Helper()
 		var gone uint64
 		for {
-			var any *Node
+			var any *cluster.Node
 			for _, m := range members {
 				any = m.node
 				break
@@ -107,7 +121,7 @@ func TestHTTPTransport(t *testing.T) {
 			t.Logf("commit %d on node %d: %v; retrying", offset, leader, err)
 		}
 	}
-	resp, err := http.Post("http://"+addrs[1]+RaftPath, "application/octet-stream", nil)
+	resp, err := http.Post("http://"+addrs[1]+cluster.RaftPath, "application/octet-stream", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

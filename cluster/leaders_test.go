@@ -1,17 +1,19 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/offsetd/offsetd/cluster"
 )
 
 // awaitLeaders waits until node n knows, for every partition, the leader
 // want gives it.
-func awaitLeaders(ctx context.Context, n *Node, parts int, want func(p int) uint64) error {
+func awaitLeaders(ctx context.Context, n *cluster.Node, parts int, want func(p int) uint64) error {
 	for {
-		changed := n.leaders.Wait()
+		changed := n.LeadersChanged()
 		var wrong []string
 		for p := range parts {
 			if l := n.Leader(p); l != want(p) {
@@ -73,7 +75,7 @@ func TestCloseHandsOffLeadership(t *testing.T) {
 	gone := preferred(0)
 	for _, id := range tc.peers {
 		if id != gone {
-			tc.node(id).freeze(true)
+			tc.freeze(id, true)
 		}
 	}
 	tc.stop(gone)
@@ -86,7 +88,7 @@ func TestCloseHandsOffLeadership(t *testing.T) {
 		if _, err := tc.node(id).AwaitLeader(wait, 0, gone); err != nil {
 			t.Fatalf("node %d learnt no new leader of partition 0 after node %d closed: %v", id, gone, err)
 		}
-		tc.node(id).freeze(false)
+		tc.freeze(id, false)
 	}
 	if err := tc.commit(ctx, "g", 1); err != nil {
 		t.Fatal(err)

@@ -20,11 +20,22 @@ import (
 // change not yet applied, a node being added (a learner), or another
 // ChangeReplicas running on the leader. Changes go one at a time; retry
 // once it is done (or finish the one under way: asking for it again
-// resumes it). It is coordinator.ErrChangePending, which servers know.
-var ErrChangePending = coordinator.ErrChangePending
+// resumes it).
+var ErrChangePending = errors.New("cluster: a change of the partition's replicas is under way")
 
 // Replicas is a partition's configuration as a node knows it.
-type Replicas = coordinator.Replicas
+type Replicas struct {
+	Partition int
+	// Voters are the nodes whose votes make a quorum.
+	Voters []uint64
+	// Learners receive the log without voting: nodes being added.
+	Learners []uint64
+	// Outgoing are the voters of the previous configuration while a joint
+	// change is under way: a quorum of each set is then needed.
+	Outgoing []uint64
+	// Leader is the leader as the node knows it, 0 if none.
+	Leader uint64
+}
 
 // Replicas returns partition's configuration as this node last applied
 // it.
@@ -55,7 +66,15 @@ func sorted(ids []uint64) []uint64 { return slices.Sorted(slices.Values(ids)) }
 // Add. AddAddress, the host:port of Add's Raft listener, rides in the
 // configuration change: every node that applies it passes it to its
 // transport's AddPeer.
-type ReplicaChange = coordinator.ReplicaChange
+type ReplicaChange struct {
+	// Add is the node to add, 0 for none.
+	Add uint64
+	// AddAddress is where the other nodes reach Add (its Raft listener,
+	// host:port), for those that do not know it yet.
+	AddAddress string
+	// Remove is the node to remove, 0 for none.
+	Remove uint64
+}
 
 // ChangeReplicas changes partition's replicas, on the node that leads it
 // (others answer a *coordinator.NotLeaderError naming the leader), through
@@ -314,7 +333,14 @@ func (g *group) snapshotHas(id uint64) bool {
 func (g *group) setConf(cs *pb.ConfState) {
 	g.mu.Lock()
 	g.conf = proto.CloneOf(cs)
+	g.wasMember = g.wasMember || hasMember(cs, g.node.opts.ID)
 	g.mu.Unlock()
+}
+
+// hasMember reports whether id is a voter or learner of cs.
+func hasMember(cs *pb.ConfState, id uint64) bool {
+	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetVotersOutgoing(), id) ||
+		slices.Contains(cs.GetLearners(), id) || slices.Contains(cs.GetLearnersNext(), id)
 }
 
 // peerAdder is a Transport that can learn a new node's address.

@@ -1,17 +1,18 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	pb "go.etcd.io/raft/v3/raftpb"
-
+	"github.com/offsetd/offsetd/cluster"
+	"github.com/offsetd/offsetd/cluster/clustertest"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/offsetcheck"
 	"github.com/offsetd/offsetd/partitioner"
@@ -41,8 +42,7 @@ func (tc *testCluster) describe(partition int) string {
 	for _, id := range tc.peers {
 		if n := tc.nodes[id]; n != nil {
 			r, err := n.Replicas(partition)
-			st := ""
-			n.groups[partition].call(context.Background(), func(error) { st = fmt.Sprint(n.groups[partition].rn.Status()) })
+			st := n.RaftStatus(partition)
 			fmt.Fprintf(&b, "node %d: %+v %v %s\n", id, r, err, st)
 		}
 	}
@@ -51,9 +51,9 @@ func (tc *testCluster) describe(partition int) string {
 
 // awaitReplicas waits until node n has applied partition's configuration
 // with exactly voters, and no learner nor joint change left.
-func awaitReplicas(ctx context.Context, n *Node, partition int, voters ...uint64) error {
+func awaitReplicas(ctx context.Context, n *cluster.Node, partition int, voters ...uint64) error {
 	for {
-		wake := n.progress.Wait()
+		wake := n.Progressed()
 		r, err := n.Replicas(partition)
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func awaitReplicas(ctx context.Context, n *Node, partition int, voters ...uint64
 func TestMoveReplicaUnderLoad(t *testing.T) {
 	const parts, moved = 2, 1
 	tc := newTestCluster(t, 11, 3, parts, smallJournal)
-	tc.nw.SetFaults(Faults{Drop: 0.02, Duplicate: 0.02, MaxDelay: time.Millisecond})
+	tc.nw.SetFaults(clustertest.Faults{Drop: 0.02, Duplicate: 0.02, MaxDelay: time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
@@ -107,7 +107,7 @@ func TestMoveReplicaUnderLoad(t *testing.T) {
 	const to = 4
 	newNode := tc.join(to)
 	began, ackedBefore := time.Now(), h.Acked()
-	if err := tc.changeReplicas(ctx, moved, ReplicaChange{Add: to, Remove: from}); err != nil {
+	if err := tc.changeReplicas(ctx, moved, cluster.ReplicaChange{Add: to, Remove: from}); err != nil {
 		t.Fatalf("move partition %d from node %d to %d: %v", moved, from, to, err)
 	}
 	t.Logf("moved partition %d from its leader, node %d, to node %d in %v; %d commits acknowledged meanwhile",
@@ -166,7 +166,7 @@ func TestAddRemoveNode(t *testing.T) {
 
 	tc.join(4)
 	for p := range parts {
-		if err := tc.changeReplicas(ctx, p, ReplicaChange{Add: 4}); err != nil {
+		if err := tc.changeReplicas(ctx, p, cluster.ReplicaChange{Add: 4}); err != nil {
 			t.Fatalf("add node 4 to partition %d: %v", p, err)
 		}
 	}
@@ -177,7 +177,7 @@ func TestAddRemoveNode(t *testing.T) {
 	}
 	tc.commitMany(ctx, 40, 60)
 	for p := range parts {
-		if err := tc.changeReplicas(ctx, p, ReplicaChange{Remove: 1}); err != nil {
+		if err := tc.changeReplicas(ctx, p, cluster.ReplicaChange{Remove: 1}); err != nil {
 			t.Fatalf("remove node 1 from partition %d: %v", p, err)
 		}
 	}
@@ -230,19 +230,19 @@ func TestChangeOneAtATime(t *testing.T) {
 	leader := tc.awaitPreferred(ctx)(0) // the lead no longer moves by itself
 	ln := tc.node(leader)
 
-	for _, bad := range []ReplicaChange{{}, {Add: 2, Remove: 2}, {Remove: 5, Add: 6}} {
-		if err := ln.ChangeReplicas(ctx, 0, bad); !errors.Is(err, ErrInvalid) {
-			t.Errorf("ChangeReplicas(%+v): %v, want ErrInvalid", bad, err)
+	for _, bad := range []cluster.ReplicaChange{{}, {Add: 2, Remove: 2}, {Remove: 5, Add: 6}} {
+		if err := ln.ChangeReplicas(ctx, 0, bad); !errors.Is(err, cluster.ErrInvalid) {
+			t.Errorf("ChangeReplicas(%+v): %v, want cluster.ErrInvalid", bad, err)
 		}
 	}
 
 	// Node 4 is not started: its change waits for it to catch up.
 	first, stopFirst := context.WithCancel(ctx)
 	firstDone := make(chan error, 1)
-	go func() { firstDone <- ln.ChangeReplicas(first, 0, ReplicaChange{Add: 4}) }()
+	go func() { firstDone <- ln.ChangeReplicas(first, 0, cluster.ReplicaChange{Add: 4}) }()
 	// Once node 4 is a learner, the first change waits for it.
 	for {
-		wake := ln.progress.Wait()
+		wake := ln.Progressed()
 		r, err := ln.Replicas(0)
 		if err != nil {
 			t.Fatal(err)
@@ -258,21 +258,21 @@ func TestChangeOneAtATime(t *testing.T) {
 			t.Fatal(ctx.Err())
 		}
 	}
-	if err := ln.ChangeReplicas(ctx, 0, ReplicaChange{Add: 5}); !errors.Is(err, ErrChangePending) {
-		t.Fatalf("a second change while one runs: %v, want ErrChangePending", err)
+	if err := ln.ChangeReplicas(ctx, 0, cluster.ReplicaChange{Add: 5}); !errors.Is(err, cluster.ErrChangePending) {
+		t.Fatalf("a second change while one runs: %v, want cluster.ErrChangePending", err)
 	}
 	stopFirst()
 	if err := <-firstDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the interrupted change: %v", err)
 	}
-	if err := ln.ChangeReplicas(ctx, 0, ReplicaChange{Remove: 3}); !errors.Is(err, ErrChangePending) {
-		t.Fatalf("another change while node 4 is a learner: %v, want ErrChangePending", err)
+	if err := ln.ChangeReplicas(ctx, 0, cluster.ReplicaChange{Remove: 3}); !errors.Is(err, cluster.ErrChangePending) {
+		t.Fatalf("another change while node 4 is a learner: %v, want cluster.ErrChangePending", err)
 	}
 
 	// The leader goes; node 4 starts; the change, asked again, completes.
 	tc.stop(leader)
 	tc.join(4)
-	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Add: 4}); err != nil {
+	if err := tc.changeReplicas(ctx, 0, cluster.ReplicaChange{Add: 4}); err != nil {
 		t.Fatalf("resuming the change: %v", err)
 	}
 	if err := awaitReplicas(ctx, tc.node(4), 0, 1, 2, 3, 4); err != nil {
@@ -285,15 +285,15 @@ func TestChangeOneAtATime(t *testing.T) {
 	// An addition abandoned: node 5 never starts, and removing it ends the
 	// change its learner holds up.
 	short, stopShort := context.WithTimeout(ctx, 50*testTick)
-	err := tc.changeReplicas(short, 0, ReplicaChange{Add: 5})
+	err := tc.changeReplicas(short, 0, cluster.ReplicaChange{Add: 5})
 	stopShort()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("adding node 5, which never starts: %v", err)
 	}
-	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Remove: 2}); !errors.Is(err, ErrChangePending) {
-		t.Fatalf("a change while node 5 is a learner: %v, want ErrChangePending", err)
+	if err := tc.changeReplicas(ctx, 0, cluster.ReplicaChange{Remove: 2}); !errors.Is(err, cluster.ErrChangePending) {
+		t.Fatalf("a change while node 5 is a learner: %v, want cluster.ErrChangePending", err)
 	}
-	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Remove: 5}); err != nil {
+	if err := tc.changeReplicas(ctx, 0, cluster.ReplicaChange{Remove: 5}); err != nil {
 		t.Fatalf("removing node 5: %v", err)
 	}
 	if err := awaitReplicas(ctx, tc.node(4), 0, 1, 2, 3, 4); err != nil {
@@ -333,16 +333,17 @@ func TestLeaderDiesMidChange(t *testing.T) {
 		tc.nw.Isolate(leader)
 		close(cut)
 	})
-	hook := func(_ int, cs *pb.ConfState) {
-		if len(cs.GetVotersOutgoing()) > 0 {
+	// The log line of a configuration change is written on the group's
+	// goroutine as it applies it, before it can commit the next entry.
+	stopWatch := tc.watchLog(leader, func(r slog.Record) {
+		if out, ok := attr(r, "outgoing"); r.Message == "raft configuration changed" && ok && len(out.Any().([]uint64)) > 0 {
 			cutOnce()
 		}
-	}
-	ln.confApplied.Store(&hook)
+	})
 
 	first, stopFirst := context.WithCancel(ctx)
 	firstDone := make(chan error, 1)
-	go func() { firstDone <- ln.ChangeReplicas(first, moved, ReplicaChange{Add: to, Remove: from}) }()
+	go func() { firstDone <- ln.ChangeReplicas(first, moved, cluster.ReplicaChange{Add: to, Remove: from}) }()
 	select {
 	case <-cut:
 	case err := <-firstDone:
@@ -352,7 +353,7 @@ func TestLeaderDiesMidChange(t *testing.T) {
 	}
 	stopFirst()
 	<-firstDone
-	ln.confApplied.Store(nil)
+	stopWatch()
 
 	// The others go on without the old leader, and finish the change.
 	var others []uint64
@@ -364,11 +365,11 @@ func TestLeaderDiesMidChange(t *testing.T) {
 	if err := h.AwaitAcks(ctx, 20); err != nil {
 		t.Fatalf("after cutting leader %d off mid-change: %v; %s", leader, err, tc.describe(moved))
 	}
-	err := tc.leaderFor(ctx, "", func(n *Node) error {
+	err := tc.leaderFor(ctx, "", func(n *cluster.Node) error {
 		if n.ID() == leader {
 			return &coordinator.NotLeaderError{Partition: moved} // cut off: ask another
 		}
-		return n.ChangeReplicas(ctx, moved, ReplicaChange{Add: to, Remove: from})
+		return n.ChangeReplicas(ctx, moved, cluster.ReplicaChange{Add: to, Remove: from})
 	})
 	if err != nil {
 		t.Fatalf("resuming the change after leader %d was cut off: %v", leader, err)
@@ -416,14 +417,14 @@ func TestJoinSticks(t *testing.T) {
 	tc.joined[4] = false
 	tc.mu.Unlock()
 	n := tc.start(4)
-	var commit uint64
-	if err := n.groups[0].call(ctx, func(error) { commit = n.groups[0].rn.BasicStatus().GetCommit() }); err != nil {
+	commit, err := n.CommitIndex(ctx, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if commit != 0 {
 		t.Fatalf("node 4, restarted without Join, bootstrapped a log committed to %d", commit)
 	}
-	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Add: 4}); err != nil {
+	if err := tc.changeReplicas(ctx, 0, cluster.ReplicaChange{Add: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := awaitReplicas(ctx, n, 0, 1, 2, 3, 4); err != nil {
@@ -443,10 +444,47 @@ func TestAddNodeFromSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	tc.compactLogs(ctx)
+	sentBefore := uint64(0)
+	for _, id := range tc.peers {
+		sentBefore += tc.node(id).Stats().SnapshotsSent
+	}
+	sent := tc.collect("raft snapshot sent", tc.peers...)
 	n := tc.join(4)
-	if err := tc.changeReplicas(ctx, 0, ReplicaChange{Add: 4}); err != nil {
+	received := tc.collect("raft snapshot received", 4)
+	if err := tc.changeReplicas(ctx, 0, cluster.ReplicaChange{Add: 4}); err != nil {
 		t.Fatal(err)
 	}
 	tc.requireSnapshot(4, 0)
 	tc.awaitMany(ctx, n, 400)
+
+	// What the node received, the leader sent, and both logged it.
+	if err := received.await(ctx, 4, "a snapshot received", func(slog.Record) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Stats().SnapshotsReceived; got != uint64(len(received.of(4))) || got == 0 {
+		t.Errorf("node 4 counts %d snapshots received, and logged %d", got, len(received.of(4)))
+	}
+	if m := scrape(t, tc.serveHTTP(4)); m["offsetd_raft_snapshots_received_total"] != float64(len(received.of(4))) {
+		t.Errorf("node 4: offsetd_raft_snapshots_received_total %v, with %d logged", m["offsetd_raft_snapshots_received_total"], len(received.of(4)))
+	}
+	var counted, logged, toNew uint64
+	for _, id := range []uint64{1, 2, 3} {
+		counted += tc.node(id).Stats().SnapshotsSent
+		logged += uint64(len(sent.of(id)))
+		for _, r := range sent.of(id) {
+			if uintAttr(r, "to") == 4 {
+				toNew++
+			}
+		}
+	}
+	if toNew == 0 || counted-sentBefore != logged {
+		t.Errorf("the nodes count %d snapshots sent since node 4 joined, and logged %d (%d to node 4)", counted-sentBefore, logged, toNew)
+	}
+	var scraped float64
+	for _, id := range []uint64{1, 2, 3} {
+		scraped += scrape(t, tc.serveHTTP(id))["offsetd_raft_snapshots_sent_total"]
+	}
+	if scraped < float64(counted) { // a snapshot sent meanwhile may add to it
+		t.Errorf("offsetd_raft_snapshots_sent_total sums to %v over the nodes, which counted %d before", scraped, counted)
+	}
 }

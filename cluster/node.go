@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	pb "go.etcd.io/raft/v3/raftpb"
-
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/log"
@@ -40,6 +38,10 @@ type Options struct {
 	// data directory that holds a group's log. It sticks to the data
 	// directory: a node once started with it never founds a cluster.
 	Join bool
+	// Address is where the other nodes reach this node's Raft listener
+	// (host:port), if known: a joining node names it in the command it
+	// says to run to add it.
+	Address string
 	// TickInterval is Raft's clock tick. Zero means 100ms.
 	TickInterval time.Duration
 	// ElectionTicks is how many ticks without a word from a leader make a
@@ -51,6 +53,10 @@ type Options struct {
 	HeartbeatTicks int
 	// Logger receives raft's warnings and errors. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// ticks, when set, is the Raft clock in place of a ticker of
+	// TickInterval: tests stop and start it.
+	ticks <-chan time.Time
 }
 
 // DefaultOptions returns the options a Node uses for zero fields.
@@ -120,10 +126,18 @@ type Node struct {
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
 	progress  *signal.Signal // fires on every tick and configuration change
-	frozen    atomic.Bool    // tests stop the node's clock
-	// confApplied, set by tests, is called on a group's goroutine each time
-	// it applies a configuration change.
-	confApplied atomic.Pointer[func(partition int, cs *pb.ConfState)]
+
+	// Counted for Stats.
+	leaderChanges     atomic.Uint64
+	snapshotsSent     atomic.Uint64
+	snapshotsReceived atomic.Uint64
+
+	memberMu    sync.Mutex
+	membership  Membership   // guarded by memberMu: as last logged
+	memberKnown bool         // guarded by memberMu: membership was logged once
+	member      atomic.Int32 // membership, for Ready without a lock
+
+	unreachable map[uint64]bool // owned by ticker: peers last seen unreachable, for the log
 
 	addrMu    sync.Mutex
 	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
@@ -132,6 +146,12 @@ type Node struct {
 }
 
 var _ coordinator.Replication = (*Node)(nil)
+
+// notMemberListener is a Transport that hears the leaders that say this
+// node is no member of their partitions (the HTTP transport does).
+type notMemberListener interface {
+	onNotMember(fn func(partitions []int))
+}
 
 // Open opens the data directory dir as a member of a cluster: a
 // coordinator (copts, whose Replication it sets) whose partitions are Raft
@@ -150,6 +170,9 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 		opts.Join = joined
 	}
 	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
+	if nm, ok := opts.Transport.(notMemberListener); ok {
+		nm.onNotMember(n.toldNotMember)
+	}
 	copts.Replication = n
 	copts.LoadInBackground = false
 	c, err := coordinator.Open(dir, copts)
@@ -248,6 +271,7 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		defer n.wg.Done()
 		n.ticker()
 	}()
+	n.checkMembership()
 	n.started.Store(true)
 	return replicas, nil
 }
@@ -318,16 +342,18 @@ func (n *Node) AwaitLeader(ctx context.Context, partition int, not uint64) (uint
 
 // ticker ticks every group's clock.
 func (n *Node) ticker() {
-	t := time.NewTicker(n.opts.TickInterval)
-	defer t.Stop()
+	ticks := n.opts.ticks
+	if ticks == nil {
+		t := time.NewTicker(n.opts.TickInterval)
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-t.C:
-			if n.frozen.Load() {
-				continue
-			}
+		case <-ticks:
+			n.checkPeers()
 			for _, g := range n.groups {
 				select {
 				case g.tick <- struct{}{}:

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestDeposedLeaderServesNoStaleRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := tc.node(old)
-	stale.freeze(true)
+	tc.freeze(old, true)
 	tc.nw.Isolate(old)
 
 	// Commit 2 on the new leader (the lead may still move to a preferred
@@ -56,7 +56,7 @@ func TestDeposedLeaderServesNoStaleRead(t *testing.T) {
 		t.Fatalf("the deposed leader served a read: offset %d, while 2 is committed", o.Offset)
 	}
 
-	stale.freeze(false)
+	tc.freeze(old, false)
 	tc.nw.Heal()
 	if got, err := tc.fetch(ctx, "g"); err != nil || got != 2 {
 		t.Fatalf("fetch after healing: %d, %v; want 2", got, err)

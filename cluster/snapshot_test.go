@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/log"
 )
@@ -83,7 +84,7 @@ func (tc *testCluster) compactLogs(ctx context.Context) {
 
 // awaitMany waits until node n shows every group of commitMany(.., to);
 // to is a multiple of 20.
-func (tc *testCluster) awaitMany(ctx context.Context, n *Node, to int) {
+func (tc *testCluster) awaitMany(ctx context.Context, n *cluster.Node, to int) {
 	tc.t.Helper()
 	for g := range 20 {
 		if err := awaitApplied(ctx, n, fmt.Sprint("g", g), int64(to-20+g)); err != nil {

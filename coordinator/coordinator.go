@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,9 +30,13 @@ type Coordinator struct {
 	switched  *signal          // fires when any global-read switch changes
 	lock      *os.File
 
-	// journal is the log every partition commits to; committer, its owner
-	// once loading is done, makes each batch durable with one fsync.
-	journal    *log.Log
+	// plan is what opening the journal will do, made before loading; once
+	// every partition has loaded, carryOut opens journal by it and drops
+	// it (nil from then on). Only the loading goroutine uses it. journal is
+	// the log every partition commits to; committer, its owner once
+	// loading is done, makes each batch durable with one fsync.
+	plan       *log.Plan
+	journal    *log.Log       // nil until loaded, and if opening was refused
 	committer  *log.Committer // set before any writer starts
 	truncating sync.Mutex     // one journal truncation at a time
 
@@ -43,6 +48,11 @@ type Coordinator struct {
 	background sync.WaitGroup // the retention sweeper
 	loaded     chan struct{}  // closed when every partition has loaded or failed
 	forced     atomic.Uint64  // static-topic changes stored with force
+
+	meta      meta       // the data directory's meta file, as Open leaves it
+	writeMeta bool       // meta is new, or of an older version: carryOut writes it
+	check     bool       // Check's: loads, and never carries out
+	loads     []snapLoad // per partition, what loading its snapshots found; set by loadAll
 }
 
 // Open opens the data directory dir, creating it if needed, and loads every
@@ -58,6 +68,9 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	if err := log.MakeDir(dir, opts.syncDir); err != nil {
 		return nil, err
 	}
+	if _, _, err := readMeta(dir); errors.Is(err, ErrNotDataDir) {
+		return nil, err // before the lock file is made in someone else's directory
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
@@ -71,41 +84,11 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 }
 
 func open(dir string, opts Options, lock *os.File) (*Coordinator, error) {
-	var format int
-	var err error
-	if opts.Partitions, format, err = loadOrCreateMeta(dir, opts.Partitions); err != nil {
-		return nil, err
-	}
-	if format == format1 {
-		if err := upgradeFormat1(dir, opts); err != nil {
-			return nil, fmt.Errorf("coordinator: converting %s to format %d: %w", dir, dataFormat, err)
-		}
-	}
-	part, _ := partitioner.New(opts.Partitions)
-	c := &Coordinator{
-		dir:      dir,
-		opts:     opts,
-		part:     part,
-		switched: newSignal(),
-		lock:     lock,
-		stop:     make(chan struct{}),
-		loaded:   make(chan struct{}),
-	}
-	c.journal, err = log.Open(filepath.Join(dir, journalDir), c.logOptions(0))
+	c, err := plan(dir, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	for i := range opts.Partitions {
-		snaps, err := log.OpenSnapshots(SnapshotDir(dir, i), i)
-		if err != nil {
-			c.journal.Close()
-			return nil, err
-		}
-		p := newPartition(i, opts, c.switched, snaps)
-		p.onSnapshot = c.truncateJournal
-		c.snapshots = append(c.snapshots, snaps)
-		c.parts = append(c.parts, p)
-	}
+	c.lock = lock
 	c.loadAll()
 	if opts.Retention > 0 {
 		c.background.Add(1)
@@ -115,29 +98,107 @@ func open(dir string, opts Options, lock *os.File) (*Coordinator, error) {
 		}()
 	}
 	if !opts.LoadInBackground {
-		<-c.loaded
-		var errs []error
-		for _, p := range c.parts {
-			if p.state.Load() == stateFailed {
-				errs = append(errs, p.loadErr)
-			}
-		}
-		if len(errs) > 0 {
+		if err := c.loadErrors(); err != nil {
 			c.closeAll()
-			return nil, errors.Join(errs...)
+			return nil, err
 		}
 	}
 	return c, nil
 }
 
-// logOptions are the options of the journal (partition 0) or of a
-// partition's log of format 1.
-func (c *Coordinator) logOptions(partition int) log.Options {
+// plan reads the data directory as Open does and returns a coordinator
+// ready to load, having written nothing but a format-1 directory's
+// conversion (which check refuses instead): what it finds is judged, and
+// written to, only once every partition has loaded (carryOut).
+func plan(dir string, opts Options, check bool) (*Coordinator, error) {
+	m, writeM, err := planMeta(dir, opts.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	opts.Partitions = m.Partitions
+	if m.Format == format1 {
+		if check {
+			return nil, fmt.Errorf("%w: %s is of format %d, which Open converts", errFormat1, dir, format1)
+		}
+		if err := upgradeFormat1(dir, opts, m); err != nil {
+			return nil, fmt.Errorf("coordinator: converting %s to format %d: %w", dir, dataFormat, err)
+		}
+		m.Format, writeM = dataFormat, false
+	}
+	part, _ := partitioner.New(opts.Partitions)
+	c := &Coordinator{
+		dir:       dir,
+		opts:      opts,
+		part:      part,
+		switched:  newSignal(),
+		stop:      make(chan struct{}),
+		loaded:    make(chan struct{}),
+		meta:      m,
+		writeMeta: writeM,
+		check:     check,
+	}
+	c.plan, err = log.PlanOpen(filepath.Join(dir, journalDir), c.journalOptions())
+	if err != nil {
+		return nil, err
+	}
+	if err := journalMissing(dir, opts.Partitions); err != nil {
+		return nil, err
+	}
+	for i := range opts.Partitions {
+		snaps, err := log.NewSnapshots(SnapshotDir(dir, i), snapshotOwner(m, i))
+		if err != nil {
+			return nil, err
+		}
+		p := newPartition(i, opts, c.switched, snaps)
+		p.onSnapshot = c.truncateJournal
+		c.snapshots = append(c.snapshots, snaps)
+		c.parts = append(c.parts, p)
+	}
+	return c, nil
+}
+
+// journalMissing returns an error if dir has snapshots but no journal:
+// they cover records a journal held, and an empty journal in its place
+// would take them for ones a crash left ahead and remove them.
+func journalMissing(dir string, partitions int) error {
+	if _, err := os.Stat(JournalDir(dir)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for i := range partitions {
+		if list, _ := log.ListSnapshots(SnapshotDir(dir, i)); len(list) > 0 {
+			return fmt.Errorf("%w: %s holds snapshots (%s) but no journal %s",
+				ErrCorrupt, dir, log.SnapshotPath(SnapshotDir(dir, i), list[0]), JournalDir(dir))
+		}
+	}
+	return nil
+}
+
+// snapshotOwner is what the snapshots of partition i of the data
+// directory of m name in their headers.
+func snapshotOwner(m meta, i int) log.SnapshotOwner {
+	return log.SnapshotOwner{Partition: i, Partitions: m.Partitions, Hash: m.Hash, Dir: m.ID}
+}
+
+// loadErrors waits until loading is over and returns why the partitions
+// that failed did.
+func (c *Coordinator) loadErrors() error {
+	<-c.loaded
+	var errs []error
+	for _, p := range c.parts {
+		if p.state.Load() == stateFailed {
+			errs = append(errs, p.loadErr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// journalOptions are the options of the journal.
+func (c *Coordinator) journalOptions() log.Options {
 	o := log.DefaultOptions()
 	o.SegmentSize = c.opts.SegmentSize
 	o.UnsafeNoSync = c.opts.UnsafeNoSync
 	o.Logger = c.opts.Logger
-	o.Partition = partition
+	o.JournalID = c.meta.ID
 	return o
 }
 
@@ -211,7 +272,13 @@ func (c *Coordinator) closeAll() error {
 	if c.committer != nil {
 		c.committer.Close()
 	}
-	errs := []error{c.journal.Close(), c.lock.Close()}
+	var errs []error
+	if c.journal != nil {
+		errs = append(errs, c.journal.Close())
+	}
+	if c.lock != nil {
+		errs = append(errs, c.lock.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -14,9 +14,13 @@
 // in-memory tables under the lock, by the caller that started the batch
 // (or the writer, for its own batches and those of a caller that gave
 // up), and only then acknowledged. Reads are
-// served from the tables and never touch the disk. On Open, every
-// partition loads its newest snapshot, then the journal is read once and
-// each record goes to its partition; partitions apply in parallel.
+// served from the tables and never touch the disk. On Open, nothing is
+// written until everything has loaded: the journal is planned
+// (log.PlanOpen), every partition loads its newest snapshot, then the
+// journal is read once, as the plan will leave it, and each record goes
+// to its partition; partitions apply in parallel. Only then are the
+// journal's repairs carried out (load.go's carryOut). Check runs the
+// same without writing: its verdict is Open's (offsetd verify).
 //
 // Snapshots hold a partition's state in compact records (snaprecord.go):
 // first the table's sizes, so that loading sizes its maps once, then each
@@ -34,7 +38,8 @@
 //   - one Commit call is one journal record: after a crash all of it is
 //     there or none of it;
 //   - the last write wins, in log order: a reset to a lower offset holds;
-//   - bad input fails with ErrInvalid and writes nothing.
+//   - bad input fails with ErrInvalid and writes nothing;
+//   - an Open that refuses a data directory writes nothing to it.
 //
 // Lifecycle:
 //

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/offsetd/offsetd/log"
 )
@@ -38,6 +39,13 @@ var (
 	// lower than one already seen for the group: a member from before a
 	// rebalance must not overwrite newer progress.
 	ErrStaleGeneration = errors.New("coordinator: stale generation")
+	// ErrNotDataDir reports a directory that holds files but is no offsetd
+	// data directory (no meta file, journal or snapshots): Open refuses to
+	// write into it.
+	ErrNotDataDir = errors.New("coordinator: not an offsetd data directory")
+	// errFormat1 reports a directory of format 1 to Check, which does not
+	// convert it.
+	errFormat1 = fmt.Errorf("%w: format 1", ErrFormat)
 	// ErrLocked reports a data directory already opened by another process.
 	ErrLocked = errors.New("coordinator: data directory in use")
 )

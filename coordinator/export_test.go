@@ -12,7 +12,7 @@ type snapshotSignal chan struct{}
 
 func (s snapshotSignal) ObserveAppend(int, int, int, time.Duration, error) {}
 func (s snapshotSignal) ObserveLoad(int, int, time.Duration)               {}
-func (s snapshotSignal) ObserveTruncate(int, time.Duration, error)         {}
+func (s snapshotSignal) ObserveTruncate(time.Duration, error)              {}
 func (s snapshotSignal) ObserveExpire(int, int)                            {}
 func (s snapshotSignal) ObserveSnapshot(int, int64, time.Duration, error) {
 	select {

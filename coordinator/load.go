@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,37 +20,62 @@ var errStopped = errors.New("coordinator: stopped while loading")
 // snapshot already holds it. Partitions apply their records on goroutines
 // of their own, so they load in parallel too.
 
+// snapLoad is what loading a partition's snapshots found.
+type snapLoad struct {
+	// stale lists the snapshots ahead of the journal, newest first, that
+	// Open removes once it has decided to open.
+	stale []uint64
+	// skipped says, for each snapshot passed over, which and why.
+	skipped []string
+}
+
 // loadSnapshot rebuilds the partition's tables from its newest snapshot
 // that reads back whole and that the journal, holding records first to
-// last, continues. A snapshot ahead of the journal (its tail was cut) is
-// removed, so that it is never loaded later, once new records have taken
-// its indexes. A damaged snapshot falls back to the one before it. With no
+// last, continues, and writes nothing. A snapshot ahead of the journal
+// after a crash (the crash took the journal's end) is not loaded, and is
+// planned for removal (snapLoad.stale), so that it is never loaded later,
+// once new records have taken its indexes; after a clean close (clean)
+// the journal ends where it ended, and a snapshot past it is refused. A
+// damaged snapshot falls back to the one before it. A snapshot whose
+// header names another partition or data directory is refused. With no
 // usable snapshot the journal must still start at its first record;
-// otherwise loading fails rather than serve a silently shorter state.
-func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error {
+// otherwise loading fails, naming every snapshot file it judged, rather
+// than serve a silently shorter state.
+func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64, clean bool) (snapLoad, error) {
+	var sl snapLoad
 	list, err := snaps.List()
 	if err != nil {
-		return fmt.Errorf("coordinator: partition %d: %w", p.id, err)
+		return sl, fmt.Errorf("coordinator: partition %d: %w", p.id, err)
 	}
 	if len(list) > 0 {
 		p.maxSeen = max(p.maxSeen, list[0])
 	}
-	if len(list) > 0 && list[0] > last {
-		p.logger.Warn("removing snapshots ahead of the journal, whose end was cut",
-			"partition", p.id, "newest", list[0], "lastIndex", last)
-		if err := snaps.RemoveAfter(last); err != nil {
-			return err
+	for len(list) > 0 && list[0] > last {
+		if err := snaps.CheckOwner(list[0]); err != nil {
+			// Not a snapshot of ours that a crash left ahead: never removed.
+			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", p.id, log.SnapshotPath(snaps.Dir(), list[0]), err)
 		}
-		for len(list) > 0 && list[0] > last {
-			list = list[1:]
+		if clean {
+			return sl, fmt.Errorf("%w: partition %d: snapshot %s covers index %d, past the end of the journal (index %d), which was closed cleanly: the snapshot is not this journal's, or the journal lost records",
+				ErrCorrupt, p.id, log.SnapshotPath(snaps.Dir(), list[0]), list[0], last)
 		}
+		sl.stale = append(sl.stale, list[0])
+		list = list[1:]
+	}
+	if len(sl.stale) > 0 {
+		p.logger.Warn("snapshots ahead of the journal, whose end a crash took, are not loaded and are removed once the directory opens",
+			"partition", p.id, "newest", sl.stale[0], "lastIndex", last)
 	}
 	p.lastSnapshot, p.prevSnapshot = 0, 0
 	for i, index := range list {
 		p.resetTables()
+		path := log.SnapshotPath(snaps.Dir(), index)
 		if index+1 < first {
-			p.logger.Warn("snapshot is older than the journal it needs; trying an older one is no use",
-				"partition", p.id, "snapshot", index, "firstIndex", first)
+			sl.skipped = append(sl.skipped, fmt.Sprintf("%s: older than the journal's first index %d", path, first))
+			if i > 0 {
+				p.logger.Warn("snapshot is older than the journal it needs; trying an older one is no use",
+					"partition", p.id, "snapshot", index, "firstIndex", first)
+			}
 			break
 		}
 		var err error
@@ -59,14 +85,19 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error
 			})
 			w.SetApplied(index)
 		})
+		if errors.Is(err, log.ErrSnapshotOwner) {
+			p.resetTables()
+			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", p.id, path, err)
+		}
 		if err != nil {
+			sl.skipped = append(sl.skipped, fmt.Sprintf("%s: %v", path, err))
 			p.logger.Warn("snapshot unreadable; falling back to the one before it and a longer journal",
 				"partition", p.id, "snapshot", index, "err", err)
 			continue
 		}
 		p.lastSnapshot = index
 		p.snapshotIndex.Store(index)
-		if fi, err := os.Stat(log.SnapshotPath(snaps.Dir(), index)); err == nil {
+		if fi, err := os.Stat(path); err == nil {
 			p.loadBytes += fi.Size()
 			// The next snapshot is due once the journal holds half of
 			// this one, and the journal's budget counts it, as if it had
@@ -82,8 +113,12 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error
 	if p.lastSnapshot == 0 {
 		p.resetTables()
 		if first > 1 {
-			return fmt.Errorf("%w: partition %d: no usable snapshot (of %d) and the journal starts at index %d",
-				ErrCorrupt, p.id, len(list), first)
+			judged := "none in " + snaps.Dir()
+			if len(sl.skipped) > 0 {
+				judged = strings.Join(sl.skipped, "; ")
+			}
+			return sl, fmt.Errorf("%w: partition %d: no usable snapshot (%s) and the journal starts at index %d",
+				ErrCorrupt, p.id, judged, first)
 		}
 		if len(list) > 0 {
 			p.logger.Warn("no usable snapshot; replaying the whole journal", "partition", p.id)
@@ -93,7 +128,7 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64) error
 		p.maxSeen = max(p.maxSeen, at)
 	}
 	p.keepFrom.Store(p.prevSnapshot + 1)
-	return nil
+	return sl, nil
 }
 
 // replayRecord is one journal record on its way to its partition. Its
@@ -158,7 +193,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		}()
 	}
 	n := 0
-	err := c.journal.Replay(from, func(index uint64, e log.Entry) error {
+	err := c.plan.Replay(from, func(index uint64, e log.Entry) error {
 		if n++; n&0xffff == 0 {
 			select {
 			case <-stop:
@@ -190,7 +225,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		close(f.ch)
 	}
 	appliers.Wait()
-	last := c.journal.LastIndex()
+	last := c.plan.LastIndex()
 	for _, p := range loading {
 		p.offsets.Update(func(w cache.OffsetsWriter) { w.SetApplied(max(last, p.lastSnapshot)) })
 		p.capturedAt = nil
@@ -210,18 +245,23 @@ func (p *partition) resetTables() {
 }
 
 // loadAll loads every partition: snapshots in parallel, then one pass over
-// the journal. Partitions whose snapshots fail to load fail alone; damage
-// in the journal fails every partition that was loading. Each partition
-// that loads gets its writer started.
+// the journal as the plan will leave it, writing nothing. Partitions whose
+// snapshots fail to load fail alone; damage in the journal fails every
+// partition that was loading. Then, unless a partition failed and the
+// open is to be refused (LoadInBackground not set), or this is Check's,
+// carryOut carries out the plan, and each partition that loaded gets its
+// writer started.
 func (c *Coordinator) loadAll() {
 	go func() {
 		defer close(c.loaded)
 		start := time.Now()
-		first, last := c.journal.FirstIndex(), c.journal.LastIndex()
+		first, last := c.plan.FirstIndex(), c.plan.LastIndex()
+		clean := c.plan.Report().Clean
+		c.loads = make([]snapLoad, len(c.parts))
 		if c.opts.Replication != nil {
 			// The journal holds the replication's records: the groups' logs
 			// come back first, and say which snapshots the partitions need.
-			if err := c.journal.Replay(1, c.opts.Replication.Replay); err != nil {
+			if err := c.plan.Replay(1, c.opts.Replication.Replay); err != nil {
 				for _, p := range c.parts {
 					p.loadErr = err
 					c.fail(p)
@@ -243,11 +283,12 @@ func (c *Coordinator) loadAll() {
 					return
 				default:
 				}
-				first, last := first, last
+				first, last, clean := first, last, clean
 				if c.opts.Replication != nil {
 					first, last = c.opts.Replication.Bounds(p.id)
+					clean = false // Raft's indexes, not the journal's
 				}
-				p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last)
+				c.loads[p.id], p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last, clean)
 			}()
 		}
 		wg.Wait()
@@ -260,6 +301,16 @@ func (c *Coordinator) loadAll() {
 			}
 		}
 		if err := c.replayJournal(loading, c.stop); err != nil {
+			for _, p := range loading {
+				p.loadErr = err
+				c.fail(p)
+			}
+			return
+		}
+		if c.check || len(loading) == 0 || (len(loading) < len(c.parts) && !c.opts.LoadInBackground) {
+			return // nothing is written: a refusal leaves the directory as it was
+		}
+		if err := c.carryOut(); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
 				c.fail(p)
@@ -315,6 +366,46 @@ func (c *Coordinator) loadAll() {
 			p.state.Store(stateReady)
 		}
 	}()
+}
+
+// carryOut writes what opening the data directory takes, once loading has
+// decided to open it: the meta file (a new directory's, or one of an
+// older version, which gets an ID), then the journal's repairs (Plan.Open:
+// a torn end cut, batches restored from the sync ring, an interrupted
+// truncation finished, the clean-close marker removed), the partitions'
+// snapshot directories, then the removal of snapshots ahead of the
+// journal.
+func (c *Coordinator) carryOut() error {
+	if c.writeMeta {
+		if err := writeMeta(c.dir, c.meta); err != nil {
+			return err
+		}
+	}
+	j, err := c.plan.Open()
+	if err != nil {
+		return err
+	}
+	c.journal = j
+	for _, s := range c.snapshots {
+		// Made here, not when planned: a refusal makes nothing. Tools
+		// count partitions by these directories when the meta file is
+		// lost.
+		if err := log.MakeDir(s.Dir(), c.opts.syncDir); err != nil {
+			return err
+		}
+	}
+	for i, sl := range c.loads {
+		if len(sl.stale) == 0 {
+			continue
+		}
+		if err := c.snapshots[i].RemoveAfter(c.plan.LastIndex()); err != nil {
+			return err
+		}
+		c.opts.Logger.Warn("removed snapshots ahead of the journal, whose end a crash took",
+			"partition", i, "snapshots", sl.stale, "lastIndex", c.plan.LastIndex())
+	}
+	c.plan = nil // carried out; it holds the sync ring's bytes
+	return nil
 }
 
 // fail marks a partition that could not load.

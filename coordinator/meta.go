@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/offsetd/offsetd/log"
@@ -25,7 +26,9 @@ const metaFile = "offsetd.meta"
 // metaVersion is the version of the meta file's own encoding. Version 2
 // added Version and Checksum; a file without them (written by offsetd
 // before they existed) is read as version 1 and rewritten at Open.
-const metaVersion = 2
+// Version 3 added ID; a file of an older version gets one, rewritten in
+// version 3, the first time Open succeeds.
+const metaVersion = 3
 
 // The versions of the data directory's layout: the files of the logs and
 // snapshots and their framing. Format 1 kept a log per partition
@@ -45,7 +48,19 @@ type meta struct {
 	Format     int    `json:"format"`
 	Partitions int    `json:"partitions"`
 	Hash       string `json:"hash"`
-	Checksum   uint32 `json:"crc32c"`
+	// ID identifies the data directory: every snapshot names it in its
+	// header, so that one copied from another data directory is refused.
+	// Written when the directory is created (or, for one created before
+	// IDs, at its first successful open).
+	ID       string `json:"id,omitempty"`
+	Checksum uint32 `json:"crc32c"`
+}
+
+// newID returns a fresh data directory identifier: 16 random bytes in hex.
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -76,8 +91,8 @@ func decodeMeta(path string, b []byte) (m meta, legacy bool, err error) {
 	switch {
 	case m.Version == 0 && m.Checksum == 0:
 		legacy = true
-	case m.Version != metaVersion:
-		return meta{}, false, fmt.Errorf("%w: meta file %s has version %d; this build reads versions 1 and %d", ErrFormat, path, m.Version, metaVersion)
+	case m.Version != metaVersion && m.Version != 2:
+		return meta{}, false, fmt.Errorf("%w: meta file %s has version %d; this build reads versions 1 to %d", ErrFormat, path, m.Version, metaVersion)
 	case m.Checksum != m.sum():
 		return meta{}, false, fmt.Errorf("%w: meta file %s fails its checksum (crc32c %08x, stored %08x)", ErrCorrupt, path, m.sum(), m.Checksum)
 	}
@@ -89,6 +104,9 @@ func decodeMeta(path string, b []byte) (m meta, legacy bool, err error) {
 	}
 	if m.Partitions < 1 || m.Partitions > partitioner.MaxPartitions {
 		return meta{}, false, fmt.Errorf("%w: meta file %s says %d partitions (want 1..%d)", ErrCorrupt, path, m.Partitions, partitioner.MaxPartitions)
+	}
+	if m.ID != "" && (m.Version < 3 || len(m.ID) > 255) {
+		return meta{}, false, fmt.Errorf("%w: meta file %s has an id of %d bytes at version %d", ErrCorrupt, path, len(m.ID), m.Version)
 	}
 	return m, legacy, nil
 }
@@ -105,8 +123,7 @@ func readMeta(dir string) (m meta, legacy bool, err error) {
 		if data, derr := dataEntries(dir); derr != nil {
 			return meta{}, false, derr
 		} else if len(data) > 0 {
-			return meta{}, false, fmt.Errorf("%w: meta file %s is missing but the directory holds data (%s): its partition count is unknown; restore the file",
-				ErrCorrupt, path, strings.Join(data, ", "))
+			return meta{}, false, missingMeta(dir, data)
 		}
 		return meta{}, false, err
 	}
@@ -143,38 +160,79 @@ func dataEntries(dir string) ([]string, error) {
 	return out, nil
 }
 
-// loadOrCreateMeta reads dir's meta file, or writes one for a new
-// directory, checks it against partitions (0: take the directory's own, or
-// the default for a new one) and returns the directory's partition count
-// and data format. A version 1 file is rewritten in the current version.
-func loadOrCreateMeta(dir string, partitions int) (int, int, error) {
-	path := filepath.Join(dir, metaFile)
-	m, legacy, err := readMeta(dir)
+// planMeta reads dir's meta file, or makes one for a new directory,
+// checks it against partitions (0: take the directory's own, or the
+// default for a new one) and returns it, writing nothing. write reports a
+// meta file that Open writes once it has decided to open: a new
+// directory's, one of an older version, or one without an ID (which it
+// gets here).
+func planMeta(dir string, partitions int) (m meta, write bool, err error) {
+	m, _, err = readMeta(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if partitions == 0 {
 			partitions = DefaultOptions().Partitions
 		}
-		return partitions, dataFormat, writeMeta(dir, partitions)
+		m = meta{Version: metaVersion, Format: dataFormat, Partitions: partitions, Hash: partitioner.Hash, ID: newID()}
+		return m, true, nil
 	}
 	if err != nil {
-		return 0, 0, err
+		return meta{}, false, err
 	}
 	if partitions != 0 && m.Partitions != partitions {
-		return 0, 0, fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
+		return meta{}, false, fmt.Errorf("%w: %s was created with %d partitions, opened with %d", ErrPartitionMismatch, dir, m.Partitions, partitions)
 	}
-	if legacy {
+	if m.Version != metaVersion || m.ID == "" {
+		write = true
 		m.Version = metaVersion
-		if err := writeFileAtomic(path, m.encode()); err != nil {
-			return 0, 0, fmt.Errorf("coordinator: rewriting %s in version %d: %w", path, metaVersion, err)
+		if m.ID == "" {
+			m.ID = newID()
 		}
 	}
-	return m.Partitions, m.Format, nil
+	return m, write, nil
 }
 
-// writeMeta writes the meta file of the current data format, atomically.
-func writeMeta(dir string, partitions int) error {
-	m := meta{Version: metaVersion, Format: dataFormat, Partitions: partitions, Hash: partitioner.Hash}
-	return writeFileAtomic(filepath.Join(dir, metaFile), m.encode())
+// writeMeta writes m as dir's meta file, atomically.
+func writeMeta(dir string, m meta) error {
+	path := filepath.Join(dir, metaFile)
+	if err := writeFileAtomic(path, m.encode()); err != nil {
+		return fmt.Errorf("coordinator: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// missingMeta is the error for a directory whose meta file is missing,
+// though it holds data (the names in data). A directory that holds
+// neither a journal nor snapshots nor the logs of format 1 is no data
+// directory at all, and says so.
+func missingMeta(dir string, data []string) error {
+	path := filepath.Join(dir, metaFile)
+	ours := 0
+	for _, name := range data {
+		if name == journalDir || name == "snapshots" || isFormat1Dir(name) {
+			ours++
+		}
+	}
+	if ours == 0 {
+		return fmt.Errorf("%w: %s has no %s, journal or snapshots (it holds %s)",
+			ErrNotDataDir, dir, metaFile, plural(len(data), "other entry", "other entries"))
+	}
+	return fmt.Errorf("%w: meta file %s is missing but the directory holds offsetd data: its partition count is unknown",
+		ErrCorrupt, path)
+}
+
+// isFormat1Dir reports whether name is that of a format-1 partition
+// directory (p0000, …).
+func isFormat1Dir(name string) bool {
+	var i int
+	n, err := fmt.Sscanf(name, "p%04d", &i)
+	return err == nil && n == 1 && name == fmt.Sprintf("p%04d", i)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // PartitionsOnDisk returns one more than the highest partition number that
@@ -266,7 +324,8 @@ type Layout struct {
 type LogDir struct {
 	Dir string
 	// Partition is the partition of the records of a format-1 log, which
-	// carry none; the journal's records carry their own (0 here).
+	// carry none; -1 for the journal, whose records carry their own (as
+	// log.Inspect takes it).
 	Partition int
 }
 
@@ -292,7 +351,7 @@ func layoutOf(dir string, format, partitions int) (Layout, error) {
 			l.Snapshots = append(l.Snapshots, format1Dir(dir, i))
 		}
 	case dataFormat:
-		l.Logs = []LogDir{{Dir: JournalDir(dir)}}
+		l.Logs = []LogDir{{Dir: JournalDir(dir), Partition: -1}}
 		for i := range partitions {
 			l.Snapshots = append(l.Snapshots, SnapshotDir(dir, i))
 		}

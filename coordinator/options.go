@@ -127,8 +127,9 @@ type MaintenanceObserver interface {
 	// ObserveSnapshot reports a snapshot written (or failed) in the
 	// background, its size and how long it took.
 	ObserveSnapshot(partition int, bytes int64, took time.Duration, err error)
-	// ObserveTruncate reports the log's front dropped after a snapshot.
-	ObserveTruncate(partition int, took time.Duration, err error)
+	// ObserveTruncate reports the journal's front dropped after a
+	// snapshot.
+	ObserveTruncate(took time.Duration, err error)
 	// ObserveExpire reports groups expired by retention.
 	ObserveExpire(partition int, groups int)
 }

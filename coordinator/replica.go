@@ -101,37 +101,6 @@ var ErrLeadershipLost = errors.New("coordinator: leadership lost, the write may 
 // log: leadership changed before it was committed. Retry it.
 var ErrNotCommitted = errors.New("coordinator: not committed, leadership changed")
 
-// ErrChangePending reports a change of a replicated partition's replicas
-// asked while another is under way: changes go one at a time.
-var ErrChangePending = errors.New("coordinator: a change of the partition's replicas is under way")
-
-// Replicas is a replicated partition's configuration as a node knows it.
-type Replicas struct {
-	Partition int
-	// Voters are the nodes whose votes make a quorum.
-	Voters []uint64
-	// Learners receive the log without voting: nodes being added.
-	Learners []uint64
-	// Outgoing are the voters of the previous configuration while a joint
-	// change is under way: a quorum of each set is then needed.
-	Outgoing []uint64
-	// Leader is the leader as the node knows it, 0 if none.
-	Leader uint64
-}
-
-// ReplicaChange is one change of a replicated partition's replicas: Add
-// alone adds a node, Remove alone removes one, both move the replica from
-// Remove to Add.
-type ReplicaChange struct {
-	// Add is the node to add, 0 for none.
-	Add uint64
-	// AddAddress is where the other nodes reach Add (its Raft listener,
-	// host:port), for those that do not know it yet.
-	AddAddress string
-	// Remove is the node to remove, 0 for none.
-	Remove uint64
-}
-
 // NotLeaderError is ErrNotLeader with the partition and the node that
 // leads it (0 when unknown, during an election).
 type NotLeaderError struct {

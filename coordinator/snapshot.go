@@ -345,7 +345,7 @@ func (c *Coordinator) truncateJournal() {
 	if err == nil && n > 0 {
 		err = c.journal.TruncateFront(lowest)
 		if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
-			mo.ObserveTruncate(-1, time.Since(start), err)
+			mo.ObserveTruncate(time.Since(start), err)
 		}
 	}
 	if err != nil {

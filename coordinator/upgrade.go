@@ -13,17 +13,19 @@ import (
 
 // upgradeFormat1 converts a data directory of format 1, a log per
 // partition in p0000/…, into format 2: it loads every partition as the
-// previous release did (its newest good snapshot plus its log), writes
-// each partition's state as a snapshot of the new format at one index M,
-// the highest index any partition used, creates an empty journal, and
-// then (the step that commits the conversion) rewrites the meta file.
-// Only then are the old directories removed. The journal's records start
-// after M, so every group keeps its version and versions keep growing.
+// previous release did (its newest good snapshot plus its log), reading
+// only, and then writes each partition's state as a snapshot of the new
+// format at one index M, the highest index any partition used, creates
+// an empty journal, and (the step that commits the conversion) rewrites
+// the meta file as m in format 2. Only then are the old directories
+// removed. The journal's records start after M, so every group keeps its
+// version and versions keep growing. A partition that does not load
+// refuses the conversion before anything is written.
 //
 // A crash before the meta file is rewritten leaves format 1 and a partial
 // new layout, which the next Open removes before it converts again; a
 // crash after leaves old directories that the next Open removes.
-func upgradeFormat1(dir string, opts Options) error {
+func upgradeFormat1(dir string, opts Options, m meta) error {
 	if n, err := PartitionsOnDisk(dir); err != nil {
 		return err
 	} else if _, jerr := os.Stat(JournalDir(dir)); n == 0 && jerr == nil {
@@ -32,20 +34,21 @@ func upgradeFormat1(dir string, opts Options) error {
 		return fmt.Errorf("%w: %s says data format %d, but the directory holds a journal and no partition logs",
 			ErrCorrupt, metaFile, format1)
 	}
-	for _, d := range []string{filepath.Join(dir, journalDir), filepath.Join(dir, "snapshots")} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
+	m.Format, m.Version = dataFormat, metaVersion
 	parts := make([]*partition, opts.Partitions)
 	var top uint64
 	for i := range parts {
-		p, last, err := loadFormat1(dir, i, opts)
+		p, last, err := loadFormat1(dir, i, opts, m)
 		if err != nil {
 			return err
 		}
 		parts[i] = p
 		top = max(top, last, p.maxSeen, p.lastSnapshot)
+	}
+	for _, d := range []string{filepath.Join(dir, journalDir), filepath.Join(dir, "snapshots")} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
 	}
 	if top > 0 {
 		for _, p := range parts {
@@ -54,7 +57,7 @@ func upgradeFormat1(dir string, opts Options) error {
 			}
 		}
 	}
-	j, err := log.Open(filepath.Join(dir, journalDir), log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger})
+	j, err := log.Open(filepath.Join(dir, journalDir), log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger, JournalID: m.ID})
 	if err != nil {
 		return err
 	}
@@ -65,7 +68,7 @@ func upgradeFormat1(dir string, opts Options) error {
 	if err := j.Close(); err != nil {
 		return err
 	}
-	if err := writeMeta(dir, opts.Partitions); err != nil {
+	if err := writeMeta(dir, m); err != nil {
 		return err
 	}
 	opts.Logger.Info("converted the data directory to one journal", "dir", dir,
@@ -76,10 +79,11 @@ func upgradeFormat1(dir string, opts Options) error {
 // format1Dir is where format 1 kept partition i's log and snapshots.
 func format1Dir(dir string, i int) string { return filepath.Join(dir, fmt.Sprintf("p%04d", i)) }
 
-// loadFormat1 loads partition i of a format-1 directory, and returns it
-// with its log's last index. Its snapshots are written to the new place.
-func loadFormat1(dir string, i int, opts Options) (*partition, uint64, error) {
-	snaps, err := log.OpenSnapshots(SnapshotDir(dir, i), i)
+// loadFormat1 loads partition i of a format-1 directory, reading only,
+// and returns it with its log's last index; its snapshots go to the new
+// place, as the data directory of m names them.
+func loadFormat1(dir string, i int, opts Options, m meta) (*partition, uint64, error) {
+	snaps, err := log.NewSnapshots(SnapshotDir(dir, i), snapshotOwner(m, i))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -90,17 +94,16 @@ func loadFormat1(dir string, i int, opts Options) (*partition, uint64, error) {
 		p.capturedAt = nil
 		return p, 0, nil // a partition that never wrote
 	}
-	lopts := log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger, Partition: i}
-	l, err := log.Open(pdir, lopts)
+	lopts := log.Options{SegmentSize: opts.SegmentSize, Logger: opts.Logger, Format1: true, Partition: i}
+	l, err := log.PlanOpen(pdir, lopts)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer l.Close()
-	old, err := log.OpenSnapshots(pdir, i)
+	old, err := log.NewSnapshots(pdir, snapshotOwner(m, i))
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := p.loadSnapshot(old, l.FirstIndex(), l.LastIndex()); err != nil {
+	if _, err := p.loadSnapshot(old, l.FirstIndex(), l.LastIndex(), l.Report().Clean); err != nil {
 		return nil, 0, err
 	}
 	p.offsets.Update(func(w cache.OffsetsWriter) {

@@ -70,6 +70,13 @@ func (g *group) drop() {
 	g.clearPendingSync()
 	g.members, g.pending, g.static = map[string]*member{}, map[string]*timer{}, map[string]string{}
 	g.rebalance, g.joining = nil, 0
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			g.h.timers.cancel(m.session)
+			g.h.timers.cancel(m.revocation)
+		}
+		g.cg = nil
+	}
 	g.state = stateDead
 }
 
@@ -108,6 +115,8 @@ func (h *Handler) routed(req kmsg.Request) kmsg.Response {
 	case *kmsg.HeartbeatRequest:
 		group = r.Group
 	case *kmsg.LeaveGroupRequest:
+		group = r.Group
+	case *kmsg.ConsumerGroupHeartbeatRequest:
 		group = r.Group
 	default:
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offsetd/offsetd/cluster"
+	"github.com/offsetd/offsetd/cluster/clustertest"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/internal/offsetcheck"
 	"github.com/offsetd/offsetd/partitioner"
@@ -25,7 +26,7 @@ import (
 // Network, each serving Kafka clients on a loopback listener.
 type kafkaCluster struct {
 	t        *testing.T
-	nw       *cluster.Network
+	nw       *clustertest.Network
 	brokers  []Broker
 	handlers map[int32]*Handler // every node's, stopped or not
 
@@ -63,7 +64,7 @@ func newKafkaCluster(t *testing.T, size int) *kafkaCluster {
 // the requests.
 func startKafkaCluster(t *testing.T, brokers []Broker, lns []net.Listener) *kafkaCluster {
 	t.Helper()
-	kc := &kafkaCluster{t: t, nw: cluster.NewNetwork(1), brokers: brokers, handlers: map[int32]*Handler{}, nodes: map[int32]*kafkaNode{}}
+	kc := &kafkaCluster{t: t, nw: clustertest.NewNetwork(1), brokers: brokers, handlers: map[int32]*Handler{}, nodes: map[int32]*kafkaNode{}}
 	var peers []uint64
 	for _, b := range brokers {
 		peers = append(peers, uint64(b.NodeID))

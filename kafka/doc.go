@@ -11,7 +11,10 @@
 //     protocol, a broker or a proxy, hands it those requests and sends back
 //     its responses.
 //   - Server listens for Kafka clients itself, as a one-broker cluster: it
-//     adds ApiVersions, Metadata and SASL/PLAIN to what Handler answers.
+//     adds ApiVersions, Metadata and SASL/PLAIN to what Handler answers,
+//     and bounds what a client can hold as a broker does (ServerOptions:
+//     idle and frame deadlines, a connection cap, and memory for large
+//     frames that grows as their bytes arrive, within one shared budget).
 //
 // Offsets and the group generation are stored by the coordinator; group
 // membership (members, protocols, assignments, timers) lives in memory.

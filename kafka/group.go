@@ -59,10 +59,22 @@ type group struct {
 	rebalance    *timer             // guarded by mu
 	syncDeadline *timer             // guarded by mu
 	joins        uint64             // guarded by mu; orders members by first join
+
+	// Writes in flight, started under mu and finished outside it.
+	storing  bool                     // guarded by mu; the next generation is being stored
+	commits  int                      // guarded by mu; member commits being written
+	deleting map[string]chan struct{} // guarded by mu; see deletions.go
+
+	// cg is the group's state on the consumer protocol (KIP-848),
+	// consumer.go; nil for a classic group.
+	cg *consumerGroup // guarded by mu
 }
 
-// storeGenerationTimeout bounds the write of a new generation, which holds
-// the group (and, after a rebalance timeout, the timer goroutine).
+// msgSessionExpired is logged, with the group and member, when a member's
+// session times out, after it has been removed.
+const msgSessionExpired = "kafka group member session expired"
+
+// storeGenerationTimeout bounds the write of a new generation.
 const storeGenerationTimeout = 10 * time.Second
 
 // member is one member of a group.
@@ -129,18 +141,37 @@ func (h *Handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, fro
 			return fail(code(err))
 		}
 	}
-	g := h.lookupOrCreate(req.Group)
-	ch := g.join(req, resp, from, session)
-	g.mu.Unlock()
-	if ch == nil {
-		return resp, nil
+	for {
+		var ch chan kmsg.Response
+		var deleted <-chan struct{}
+		h.inGroup(req.Group, true, func(g *group) {
+			if deleted = g.deletionOf(); deleted == nil {
+				ch = g.join(req, resp, from, session)
+			}
+		})
+		if deleted != nil {
+			if c := h.settled(ctx, deleted); c != 0 {
+				return fail(c)
+			}
+			continue
+		}
+		if ch == nil {
+			return resp, nil
+		}
+		return h.wait(ctx, req, ch)
 	}
-	return h.wait(ctx, req, ch)
 }
 
 // join runs a JoinGroup under g.mu. It either fills resp and returns nil,
 // or parks the request and returns the channel its answer will come on.
 func (g *group) join(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, from Client, session time.Duration) chan kmsg.Response {
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+			return nil
+		}
+		g.cg = nil // an empty consumer group turns classic
+	}
 	if !g.protocolsMatch(req) {
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
 		return nil
@@ -421,12 +452,9 @@ func (g *group) heartbeat(m *member) {
 		if g.members[m.id] != m || m.session != tm {
 			return // left, replaced or heard from since
 		}
-		g.h.log.Info("kafka group member session expired", "group", g.name, "member", m.id)
 		g.removeMember(m)
 		g.startRebalance()
-		if f := g.h.expired; f != nil {
-			f(g.name, m.id)
-		}
+		g.h.log.Info(msgSessionExpired, "group", g.name, "member", m.id)
 	})
 	m.session = tm
 }
@@ -473,32 +501,61 @@ func (g *group) startRebalance() {
 	g.rebalance = tm
 }
 
-// completeRebalance drops the members that did not rejoin, starts the next
-// generation and answers every waiting JoinGroup; the leader gets the
-// members and their metadata, so that it can assign.
+// completeRebalance drops the members that did not rejoin and starts the
+// next generation: stored first, outside the group's lock, when the group
+// has offsets (see storeGeneration); then finishRebalance answers the
+// members. The group stays PreparingRebalance while its generation is
+// stored: members may join or leave meanwhile.
 func (g *group) completeRebalance() {
-	if g.state != statePreparingRebalance {
+	if g.state != statePreparingRebalance || g.storing {
 		return
 	}
 	g.h.timers.cancel(g.rebalance)
 	g.rebalance = nil
-	for _, m := range g.members {
-		if m.join == nil {
-			g.removeMember(m)
-		}
-	}
+	g.dropAbsent()
 	next, stored := g.nextGeneration()
-	if len(g.members) > 0 && stored {
-		if c := g.storeGeneration(next); c != 0 {
+	if len(g.members) == 0 || !stored {
+		g.finishRebalance(next)
+		return
+	}
+	g.storing = true
+	g.h.goWrite(func() {
+		c := g.storeGeneration(next)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.storing = false
+		switch {
+		case g.state != statePreparingRebalance:
+			// Dropped meanwhile: nobody waits.
+		case c != 0:
 			// The members ask again; the rebalance goes on without
 			// those that do not.
 			for _, m := range g.members {
 				g.answerParked(m, c)
 			}
 			g.startRebalance()
-			return
+		default:
+			g.dropAbsent()
+			g.finishRebalance(next)
+		}
+	})
+}
+
+// dropAbsent removes the members that did not rejoin.
+func (g *group) dropAbsent() {
+	for _, m := range g.members {
+		if m.join == nil {
+			g.removeMember(m)
 		}
 	}
+}
+
+// finishRebalance starts generation next and answers every waiting
+// JoinGroup; the leader gets the members and their metadata, so that it can
+// assign.
+func (g *group) finishRebalance(next int32) {
+	g.h.timers.cancel(g.rebalance)
+	g.rebalance = nil
 	g.joining = 0
 	g.generation = next
 	if len(g.members) == 0 {
@@ -555,7 +612,8 @@ func (g *group) forgetIfUnused() {
 		defer g.h.mu.Unlock()
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.state != stateEmpty || len(g.members) > 0 || len(g.pending) > 0 || g.h.groups[g.name] != g {
+		if !g.empty() || len(g.members) > 0 || len(g.pending) > 0 || g.h.groups[g.name] != g ||
+			g.storing || g.commits > 0 || len(g.deleting) > 0 {
 			return
 		}
 		if _, hasOffsets, err := g.h.c.Group(g.name); err != nil || hasOffsets {
@@ -566,17 +624,22 @@ func (g *group) forgetIfUnused() {
 	})
 }
 
+// empty reports whether the group has no members on either protocol.
+func (g *group) empty() bool {
+	return g.state == stateEmpty && (g.cg == nil || len(g.cg.members) == 0)
+}
+
 // nextGeneration is above the group's last generation in memory and above
 // every generation made durable, so that members from before a restart are
-// fenced. stored reports whether the group has offsets, and so keeps its
-// generation.
+// fenced. stored reports whether the group has offsets, or a member's
+// commit in flight that may give it some, and so keeps its generation.
 func (g *group) nextGeneration() (next int32, stored bool) {
 	next = g.generation + 1
 	info, ok, err := g.h.c.Group(g.name)
 	if err == nil && ok && info.Generation >= next {
 		next = info.Generation + 1
 	}
-	return max(next, 1), err == nil && ok
+	return max(next, 1), err == nil && (ok || g.commits > 0)
 }
 
 // storeGeneration makes gen durable before any member learns it, as Kafka
@@ -584,7 +647,7 @@ func (g *group) nextGeneration() (next int32, stored bool) {
 // or takes over then starts above it, and no two memberships share a
 // generation. Cooperative clients rely on that: a member rejoins claiming
 // its partitions at the generation it last joined, and the claim at the
-// higher generation wins. It runs under g.mu, as a commit does.
+// higher generation wins. It runs outside g.mu.
 func (g *group) storeGeneration(gen int32) int16 {
 	ctx, cancel := context.WithTimeout(g.h.ctx, storeGenerationTimeout)
 	defer cancel()

@@ -38,7 +38,14 @@ func newRoutedCluster(t *testing.T, partitions int32, topic string) *routedClust
 // newRoutedBrokers is newRoutedCluster with brokers brokers.
 func newRoutedBrokers(t *testing.T, brokers int, partitions int32, topic string) *routedCluster {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(handlerKafkaVersions()))
+	return newRoutedVersions(t, brokers, partitions, topic, handlerKafkaVersions())
+}
+
+// newRoutedVersions is newRoutedBrokers with a cluster advertising
+// versions.
+func newRoutedVersions(t *testing.T, brokers int, partitions int32, topic string, versions *kversion.Versions) *routedCluster {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, topic), kfake.MaxVersions(versions))
 	if err != nil {
 		t.Fatal(err)
 	}

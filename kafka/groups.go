@@ -12,57 +12,58 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 )
 
-// lookup returns the group named name, locked, or nil when it has no
-// membership state.
-func (h *Handler) lookup(name string) *group {
+// inGroup runs fn under the lock of the group named name and reports
+// whether there was one; with create, a group with no membership state is
+// made Empty first. Every change of a group runs in an inGroup call (or a
+// timer or storage callback that takes the group's lock): fn decides and
+// changes memory only, and never waits for storage, so that heartbeats and
+// timers never wait behind a write. What fn decides to write is written
+// after it returns, and its outcome is applied under the lock again.
+func (h *Handler) inGroup(name string, create bool, fn func(g *group)) bool {
 	for {
 		h.mu.Lock()
 		g := h.groups[name]
-		h.mu.Unlock()
-		if g == nil {
-			return nil
-		}
-		if g = h.lock(g); g != nil {
-			return g
-		}
-	}
-}
-
-// lookupOrCreate returns the group named name, locked, creating it Empty.
-func (h *Handler) lookupOrCreate(name string) *group {
-	for {
-		h.mu.Lock()
-		g := h.groups[name]
-		if g == nil {
+		if g == nil && create {
 			g = newGroup(h, name)
 			h.groups[name] = g
 		}
 		h.mu.Unlock()
-		if g = h.lock(g); g != nil {
-			return g
+		if g == nil {
+			return false
+		}
+		g.mu.Lock()
+		switch {
+		case g.state == stateDead:
+			// Deleted or dropped meanwhile: look again.
+			g.mu.Unlock()
+		case g.outlived():
+			g.drop()
+			g.mu.Unlock()
+			h.mu.Lock() // h.mu is taken before g.mu, never after
+			if h.groups[g.name] == g {
+				delete(h.groups, g.name)
+			}
+			h.mu.Unlock()
+		default:
+			fn(g)
+			g.mu.Unlock()
+			return true
 		}
 	}
 }
 
-// lock locks g and returns it, or nil when it was deleted meanwhile or
-// another coordinator ran it since (outlived): the caller looks again.
-func (h *Handler) lock(g *group) *group {
-	g.mu.Lock()
-	if g.state == stateDead {
-		g.mu.Unlock()
-		return nil
+// settled waits, outside every lock, for a write that a group's request
+// must follow (a deletion of its offsets). It returns the code that
+// answers the request when it cannot wait any longer, or 0.
+func (h *Handler) settled(ctx context.Context, done <-chan struct{}) int16 {
+	select {
+	case <-done:
+		return 0
+	case <-ctx.Done():
+		return kerr.RequestTimedOut.Code
+	case <-h.closing:
+		return kerr.CoordinatorNotAvailable.Code
 	}
-	if !g.outlived() {
-		return g
-	}
-	g.drop()
-	g.mu.Unlock()
-	h.mu.Lock() // h.mu is taken before g.mu, never after
-	if h.groups[g.name] == g {
-		delete(h.groups, g.name)
-	}
-	h.mu.Unlock()
-	return nil
 }
 
 // findCoordinator answers each group with the broker that coordinates it.
@@ -111,10 +112,10 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp
 	}
-	type listed struct{ protocolType, state string }
+	type listed struct{ protocolType, state, typ string }
 	all := map[string]listed{}
 	for _, name := range h.c.Groups() {
-		all[name] = listed{state: stateEmpty.String()}
+		all[name] = listed{state: stateEmpty.String(), typ: "classic"}
 	}
 	h.mu.Lock()
 	groups := make([]*group, 0, len(h.groups))
@@ -124,8 +125,12 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 	h.mu.Unlock()
 	for _, g := range groups {
 		g.mu.Lock()
-		if g.state != stateDead {
-			all[g.name] = listed{protocolType: g.protocolType, state: g.state.String()}
+		switch {
+		case g.state == stateDead:
+		case g.cg != nil:
+			all[g.name] = listed{protocolType: "consumer", state: g.cg.state(), typ: "consumer"}
+		default:
+			all[g.name] = listed{protocolType: g.protocolType, state: g.state.String(), typ: "classic"}
 		}
 		g.mu.Unlock()
 	}
@@ -142,11 +147,11 @@ func (h *Handler) listGroups(req *kmsg.ListGroupsRequest) kmsg.Response {
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, l.state) }) {
 			continue
 		}
-		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "classic") }) {
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, l.typ) }) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, l.protocolType, l.state, "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, l.protocolType, l.state, l.typ
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
@@ -162,17 +167,7 @@ func (h *Handler) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Response 
 		if req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = allGroupOperations
 		}
-		switch {
-		case !validName(name):
-			rg.ErrorCode = kerr.InvalidGroupID.Code
-		case !h.coordinates(name):
-			rg.ErrorCode = kerr.NotCoordinator.Code
-		default:
-			if g := h.lookup(name); g != nil {
-				g.describe(&rg)
-				g.mu.Unlock()
-				break
-			}
+		if rg.ErrorCode = h.describable(name); rg.ErrorCode == 0 && !h.inGroup(name, false, func(g *group) { g.describe(&rg) }) {
 			_, ok, err := h.c.Group(name)
 			switch {
 			case err != nil:
@@ -189,6 +184,18 @@ func (h *Handler) describeGroups(req *kmsg.DescribeGroupsRequest) kmsg.Response 
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
+}
+
+// describable returns the code that refuses to describe the group named
+// name here, or 0.
+func (h *Handler) describable(name string) int16 {
+	switch {
+	case !validName(name):
+		return kerr.InvalidGroupID.Code
+	case !h.coordinates(name):
+		return kerr.NotCoordinator.Code
+	}
+	return 0
 }
 
 // allGroupOperations is the ACL operations bitfield of a group with no
@@ -218,27 +225,52 @@ func (h *Handler) deleteGroup(ctx context.Context, name string) int16 {
 	if _, _, err := h.c.Group(name); err != nil {
 		return code(err)
 	}
-	hadMembers := false
-	h.mu.Lock()
-	if g := h.groups[name]; g != nil {
+	for {
+		var c int16
+		var wait <-chan struct{}
+		var g *group
+		hadMembers := false
+		h.inGroup(name, true, func(in *group) {
+			switch {
+			case !in.empty():
+				c = kerr.NonEmptyGroup.Code
+			case len(in.deleting) > 0:
+				wait = in.anyDeletion()
+			default:
+				g, hadMembers = in, in.joins > 0 || in.cg != nil
+				in.startDeletion("")
+			}
+		})
+		if wait != nil {
+			if c = h.settled(ctx, wait); c != 0 {
+				return c
+			}
+			continue
+		}
+		if c != 0 {
+			return c
+		}
+		err := h.c.DeleteGroup(ctx, name)
 		g.mu.Lock()
-		if g.state != stateEmpty && g.state != stateDead {
-			g.mu.Unlock()
-			h.mu.Unlock()
-			return kerr.NonEmptyGroup.Code
+		dead := err == nil || errors.Is(err, coordinator.ErrNotFound)
+		if dead {
+			g.state = stateDead // its membership state goes with its offsets
 		}
-		g.state = stateDead
+		g.endDeletion("")
 		g.mu.Unlock()
-		delete(h.groups, name)
-		hadMembers = true
-	}
-	h.mu.Unlock()
-	err := h.c.DeleteGroup(ctx, name)
-	if errors.Is(err, coordinator.ErrNotFound) {
-		if hadMembers {
-			return 0
+		if dead {
+			h.mu.Lock()
+			if h.groups[name] == g {
+				delete(h.groups, name)
+			}
+			h.mu.Unlock()
 		}
-		return kerr.GroupIDNotFound.Code
+		if errors.Is(err, coordinator.ErrNotFound) {
+			if hadMembers {
+				return 0
+			}
+			return kerr.GroupIDNotFound.Code
+		}
+		return code(err)
 	}
-	return code(err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,9 +44,11 @@ type Handler struct {
 	cancel  context.CancelFunc // ends ctx
 	once    sync.Once
 
-	// expired, if set (by tests), is called when a member's session times
-	// out, after it has been removed.
-	expired func(group, member string)
+	classicOnly map[int16]versionRange // handlerVersions without the consumer protocol
+
+	writesMu sync.Mutex     // taken after any group's lock, never before
+	writing  bool           // guarded by writesMu; false once Close began
+	writes   sync.WaitGroup // the writes started by goWrite
 }
 
 // NewHandler returns a Handler serving c's groups. opts is copied; bad
@@ -56,15 +59,21 @@ func NewHandler(c *coordinator.Coordinator, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	classicOnly := maps.Clone(handlerVersions)
+	for _, key := range consumerProtocol {
+		delete(classicOnly, key)
+	}
 	return &Handler{
-		c:       c,
-		opts:    opts,
-		log:     opts.Logger,
-		timers:  newTimers(),
-		groups:  map[string]*group{},
-		closing: make(chan struct{}),
-		ctx:     ctx,
-		cancel:  cancel,
+		classicOnly: classicOnly,
+		c:           c,
+		opts:        opts,
+		log:         opts.Logger,
+		timers:      newTimers(),
+		groups:      map[string]*group{},
+		writing:     true,
+		closing:     make(chan struct{}),
+		ctx:         ctx,
+		cancel:      cancel,
 	}, nil
 }
 
@@ -78,7 +87,28 @@ func (h *Handler) Close() {
 		close(h.closing)
 		h.cancel()
 		h.timers.close()
+		h.writesMu.Lock()
+		h.writing = false
+		h.writesMu.Unlock()
+		h.writes.Wait()
 	})
+}
+
+// goWrite runs write, a write the handler starts on its own (a group's
+// next generation), on a goroutine that Close waits for. Once Close has
+// begun it runs nothing: the requests that wait for it are answered by
+// Close.
+func (h *Handler) goWrite(write func()) {
+	h.writesMu.Lock()
+	defer h.writesMu.Unlock()
+	if !h.writing {
+		return
+	}
+	h.writes.Add(1)
+	go func() {
+		defer h.writes.Done()
+		write()
+	}()
 }
 
 // Handle answers req, one of the requests Supported lists, and returns its
@@ -87,7 +117,7 @@ func (h *Handler) Close() {
 // unsupported key or version fails with ErrUnsupported: the caller should
 // close the connection it came from.
 func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (kmsg.Response, error) {
-	if !supports(handlerVersions, req) {
+	if !supports(h.served(), req) {
 		return nil, fmt.Errorf("%w: %s v%d", ErrUnsupported, kmsg.NameForKey(req.Key()), req.GetVersion())
 	}
 	start := time.Now()
@@ -125,6 +155,10 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 		resp = h.heartbeat(r)
 	case *kmsg.LeaveGroupRequest:
 		resp = h.leaveGroup(r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		resp = h.consumerGroupHeartbeat(r, from)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		resp = h.consumerGroupDescribe(r)
 	default:
 		return nil, fmt.Errorf("%w: %T", ErrUnsupported, req)
 	}

@@ -51,6 +51,13 @@ func newHandler(t testing.TB, c *coordinator.Coordinator, o Options) *Handler {
 // listen serves h on a loopback port and returns its address.
 func listen(t testing.TB, h *Handler, o ServerOptions) string {
 	t.Helper()
+	_, addr := startServer(t, h, o)
+	return addr
+}
+
+// startServer serves h on a loopback port until the test ends.
+func startServer(t testing.TB, h *Handler, o ServerOptions) (*Server, string) {
+	t.Helper()
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
@@ -70,7 +77,7 @@ func listen(t testing.TB, h *Handler, o ServerOptions) string {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return ln.Addr().String()
+	return s, ln.Addr().String()
 }
 
 // newAdmin returns a kadm client of addr, closed with the test.
@@ -88,4 +95,29 @@ func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// logged is a slog.Handler that sends the value of attribute key of every
+// record whose message is msg to to, so that a test waits for an event
+// the handler logs.
+type logged struct {
+	msg, key string
+	to       chan<- string
+}
+
+func (l logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l logged) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l logged) WithGroup(string) slog.Handler            { return l }
+func (l logged) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != l.msg {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == l.key {
+			l.to <- a.Value.String()
+			return false
+		}
+		return true
+	})
+	return nil
 }

@@ -78,8 +78,12 @@ func (h *Handler) commitOffsets(req *kmsg.OffsetCommitRequest) ([]coordinator.Of
 }
 
 // commitInGroup fences the commit by the group's membership, then writes
-// it. The group stays locked across the write, so no rebalance can slip in
-// between the check and the commit.
+// it outside the group's lock. A rebalance may complete while the commit
+// is written: the commit is then either written before the new generation
+// is stored, and so before any member learns it, or refused by the
+// coordinator as stale; a group that has commits in flight stores its next
+// generation even before it has offsets (nextGeneration). A commit of a
+// topic whose offsets are being deleted waits for the deletion.
 func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitRequest, offsets []coordinator.OffsetCommit) int16 {
 	if len(offsets) == 0 {
 		return 0
@@ -88,23 +92,58 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 	if req.Version == 0 || generation < 0 {
 		generation = coordinator.NoGeneration
 	}
-	g := h.lookup(req.Group)
-	if g == nil {
-		// No members: only a simple commit, outside any generation.
-		if generation != coordinator.NoGeneration {
+	topics := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i] = t.Topic
+	}
+	var g *group
+	var m *member
+	stored := generation // the generation the coordinator fences with
+	for {
+		var c int16
+		var deleted <-chan struct{}
+		found := h.inGroup(req.Group, false, func(in *group) {
+			if in.cg != nil {
+				// Member epochs are not generations: they are fenced
+				// here, and the coordinator takes a simple commit.
+				stored = coordinator.NoGeneration
+				c = in.fenceConsumerCommit(req.Version, req.MemberID, generation, offsets)
+			} else {
+				m, c = in.fenceCommit(req.MemberID, req.InstanceID, generation)
+			}
+			if c != 0 {
+				return
+			}
+			if deleted = in.deletionOf(topics...); deleted == nil {
+				g = in
+				g.commits++
+			}
+		})
+		if !found && generation != coordinator.NoGeneration {
+			// No members: only a simple commit, outside any generation.
 			return kerr.IllegalGeneration.Code
 		}
-		_, err := h.c.CommitGeneration(ctx, req.Group, generation, offsets)
-		return code(err)
+		if c != 0 {
+			return c
+		}
+		if deleted == nil {
+			break
+		}
+		if c = h.settled(ctx, deleted); c != 0 {
+			return c
+		}
 	}
-	defer g.mu.Unlock()
-	m, c := g.fenceCommit(req.MemberID, req.InstanceID, generation)
-	if c != 0 {
-		return c
-	}
-	_, err := h.c.CommitGeneration(ctx, req.Group, generation, offsets)
-	if m != nil && err == nil {
-		g.heartbeat(m)
+	_, err := h.c.CommitGeneration(ctx, req.Group, stored, offsets)
+	if g != nil {
+		g.mu.Lock()
+		g.commits--
+		if m != nil && err == nil && g.members[m.id] == m {
+			g.heartbeat(m)
+		}
+		if g.commits == 0 && err != nil && g.empty() && len(g.members) == 0 {
+			g.forgetIfUnused() // a refused commit may leave nothing to keep
+		}
+		g.mu.Unlock()
 	}
 	return code(err)
 }
@@ -123,7 +162,18 @@ func (h *Handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 			if rg.Topics == nil {
 				topics = nil
 			}
-			ts, c := h.fetchGroup(ctx, rg.Group, topics)
+			var c int16
+			if req.Version >= 9 {
+				h.inGroup(rg.Group, false, func(g *group) {
+					if g.cg != nil {
+						c = g.fenceConsumerFetch(rg.MemberID, rg.MemberEpoch)
+					}
+				})
+			}
+			var ts []kmsg.OffsetFetchResponseTopic
+			if c == 0 {
+				ts, c = h.fetchGroup(ctx, rg.Group, topics)
+			}
 			sg.ErrorCode = c
 			for _, t := range ts {
 				st := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -229,51 +279,98 @@ func (h *Handler) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteReques
 		resp.ErrorCode = code(err)
 		return resp
 	}
-	subscribed := func(string) bool { return false }
-	if g := h.lookup(req.Group); g != nil {
-		if g.state != stateEmpty {
-			if g.protocolType != "consumer" {
-				resp.ErrorCode = kerr.NonEmptyGroup.Code
-				g.mu.Unlock()
-				return resp
+	if c := h.deleteOffsets(ctx, req, exists, resp); c != 0 {
+		resp.ErrorCode = c
+	}
+	return resp
+}
+
+// deleteOffsets deletes the offsets of an OffsetDelete on the topics the
+// group's members do not subscribe to, filling resp's topics, or returns
+// the code that refuses the request whole. The check of subscriptions and
+// the deletions are one step: the group keeps the deletions in flight until
+// they are written, and commits of those topics wait for them
+// (deletions.go).
+func (h *Handler) deleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest, exists bool, resp *kmsg.OffsetDeleteResponse) int16 {
+	var g *group
+	codes := make([]int16, len(req.Topics))
+	for {
+		var c int16
+		var wait <-chan struct{}
+		h.inGroup(req.Group, true, func(in *group) {
+			subscribed := func(string) bool { return false }
+			if in.cg != nil && len(in.cg.members) > 0 {
+				subscribed = in.cg.subscribed
+			} else if in.state != stateEmpty {
+				if in.protocolType != "consumer" {
+					c = kerr.NonEmptyGroup.Code
+					return
+				}
+				subscribed = in.subscribed()
 			}
-			subscribed = g.subscribed()
+			if in.joins > 0 || in.cg != nil {
+				exists = true // membership state only, as Kafka's group is
+			}
+			if !exists {
+				c = kerr.GroupIDNotFound.Code
+				in.forgetIfUnused()
+				return
+			}
+			for _, t := range req.Topics {
+				if wait = in.deletionOf(t.Topic); wait != nil {
+					return
+				}
+			}
+			g = in
+			for i, t := range req.Topics {
+				switch {
+				case subscribed(t.Topic):
+					codes[i] = kerr.GroupSubscribedToTopic.Code
+				case !validName(t.Topic):
+					codes[i] = kerr.InvalidTopicException.Code
+				case len(t.Partitions) > 0 && in.deleting[t.Topic] == nil:
+					in.startDeletion(t.Topic)
+				}
+			}
+		})
+		if c != 0 {
+			return c
 		}
-		exists = true
+		if wait == nil {
+			break
+		}
+		if c = h.settled(ctx, wait); c != 0 {
+			return c
+		}
+	}
+	for i, t := range req.Topics {
+		g.mu.Lock()
+		ours := codes[i] == 0 && g.deleting[t.Topic] != nil
 		g.mu.Unlock()
-	}
-	if !exists {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
-		return resp
-	}
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetDeleteResponseTopic()
-		rt.Topic = t.Topic
-		c := int16(0)
-		switch {
-		case subscribed(t.Topic):
-			c = kerr.GroupSubscribedToTopic.Code
-		case !validName(t.Topic):
-			c = kerr.InvalidTopicException.Code
-		case len(t.Partitions) > 0:
+		if ours && len(t.Partitions) > 0 {
 			parts := make([]int32, len(t.Partitions))
-			for i, p := range t.Partitions {
-				parts[i] = p.Partition
+			for j, p := range t.Partitions {
+				parts[j] = p.Partition
 			}
 			err := h.c.DeleteOffsets(ctx, req.Group, t.Topic, parts...)
 			if !errors.Is(err, coordinator.ErrNotFound) { // no offset there: nothing to delete, as in Kafka
-				c = code(err)
+				codes[i] = code(err)
 			}
+			g.mu.Lock()
+			g.endDeletion(t.Topic)
+			g.mu.Unlock()
 		}
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = c
+			rp.ErrorCode = codes[i]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp
+	return 0
 }
 
 // validName reports whether a group or topic name is one the coordinator

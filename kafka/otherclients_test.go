@@ -1,8 +1,10 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"testing"
 	"time"
@@ -121,4 +123,65 @@ func sameNumber(got, want any) bool {
 	}
 	f, ok := got.(float64)
 	return ok && int(f) == want.(int)
+}
+
+// confluentConsumerProtocolScript joins a group with
+// group.protocol=consumer and prints the first assignment librdkafka is
+// given, as JSON, or exits 3 when the librdkafka it links is older than
+// 2.10, the first release that speaks the consumer protocol in general
+// availability.
+const confluentConsumerProtocolScript = `
+import json, sys
+import confluent_kafka
+version = confluent_kafka.libversion()[1]
+if version < 0x020a0000:
+    print(confluent_kafka.libversion()[0])
+    sys.exit(3)
+from confluent_kafka import Consumer
+assigned = []
+def on_assign(consumer, partitions):
+    assigned.extend([[p.topic, p.partition] for p in partitions])
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "librdkafka-848", "group.protocol": "consumer",
+              "enable.auto.commit": False})
+c.subscribe(["orders"], on_assign=on_assign)
+while not assigned:
+    c.poll(0.1)
+print(json.dumps(sorted(assigned)))
+c.close()
+`
+
+// TestLibrdkafkaConsumerProtocol joins a group with librdkafka's
+// group.protocol=consumer and checks that offsetd's assignor hands it every
+// partition. It needs librdkafka 2.10 or later; it is skipped, saying so,
+// where the Python binding links an older one (Debian bookworm's 2.0.2).
+func TestLibrdkafkaConsumerProtocol(t *testing.T) {
+	py, ok := pythonWith("confluent_kafka")
+	if !ok {
+		t.Skip("no Python with confluent_kafka (apt-get install python3-confluent-kafka)")
+	}
+	o := testHandlerOptions()
+	o.Topics = knownTopics{"orders": {TopicID("orders"), 3}}
+	addr := listen(t, newHandler(t, openCoordinator(t, t.TempDir()), o), ServerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, py, "-c", confluentConsumerProtocolScript, addr).CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
+		t.Skipf("librdkafka %s is older than 2.10, the first to speak group.protocol=consumer", bytes.TrimSpace(out))
+	}
+	if err != nil {
+		t.Fatalf("librdkafka: %v\n%s", err, out)
+	}
+	var got [][2]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("librdkafka printed %q: %v", out, err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("librdkafka was assigned %v, want orders 0-2", got)
+	}
+	for i, tp := range got {
+		if tp[0] != "orders" || !sameNumber(tp[1], i) {
+			t.Fatalf("librdkafka was assigned %v, want orders 0-2", got)
+		}
+	}
 }

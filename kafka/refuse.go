@@ -62,6 +62,14 @@ func refuse(req kmsg.Request, code int16) kmsg.Response {
 		r.ErrorCode = code
 	case *kmsg.LeaveGroupResponse:
 		r.ErrorCode = code
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for _, g := range req.(*kmsg.ConsumerGroupDescribeRequest).Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, code
+			r.Groups = append(r.Groups, rg)
+		}
 	}
 	return resp
 }

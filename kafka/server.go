@@ -12,34 +12,12 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// ServerOptions configures a Server. Zero fields take the values of
-// DefaultServerOptions.
-type ServerOptions struct {
-	// MaxFrameBytes bounds one request frame; a larger one closes the
-	// connection that sent it.
-	MaxFrameBytes int
-	// AuthToken, when not empty, is the password of SASL/PLAIN (any user
-	// name): a connection must authenticate before anything but ApiVersions
-	// and the SASL requests.
-	AuthToken string
-	// Logger receives connection errors. Nil means slog.Default().
-	Logger *slog.Logger
-	// Observer, if set, is told about the requests the server answers
-	// itself (ApiVersions, Metadata, SASL); give the Handler the same one.
-	Observer Observer
-}
-
-// DefaultServerOptions returns the options a Server runs with unless told
-// otherwise.
-func DefaultServerOptions() ServerOptions {
-	return ServerOptions{MaxFrameBytes: 1 << 20}
-}
 
 // Server serves the Kafka protocol on a listener as a one-broker cluster
 // whose only business is group coordination: ApiVersions, Metadata (any
@@ -52,6 +30,9 @@ type Server struct {
 	opts ServerOptions
 	log  *slog.Logger
 	want []byte // SHA-256 of the token; nil when auth is off
+	// budget is the memory of the large frames being read or answered,
+	// shared by every connection.
+	budget *budget
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -60,22 +41,22 @@ type Server struct {
 	listeners map[net.Listener]bool // guarded by mu
 	conns     map[net.Conn]bool     // guarded by mu
 	closed    bool                  // guarded by mu
-	wg        sync.WaitGroup
+	// refused counts the connections closed at MaxConnections since
+	// refusedLogged, when the last of them was logged: one line a
+	// refusalLogEvery however many come.
+	refused       int       // guarded by mu
+	refusedLogged time.Time // guarded by mu
+	wg            sync.WaitGroup
 }
 
 // NewServer returns a Server answering with h. opts is copied; bad values
 // are reported by name.
 func NewServer(h *Handler, opts ServerOptions) (*Server, error) {
-	if opts.MaxFrameBytes == 0 {
-		opts.MaxFrameBytes = DefaultServerOptions().MaxFrameBytes
+	opts.ensureDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
-	if opts.MaxFrameBytes < 0 {
-		return nil, fmt.Errorf("kafka: ServerOptions.MaxFrameBytes is %d, want > 0", opts.MaxFrameBytes)
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	s := &Server{h: h, opts: opts, log: opts.Logger, listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{}}
+	s := &Server{h: h, opts: opts, log: opts.Logger, budget: newBudget(opts.MaxQueuedBytes), listeners: map[net.Listener]bool{}, conns: map[net.Conn]bool{}}
 	if opts.AuthToken != "" {
 		sum := sha256.Sum256([]byte(opts.AuthToken))
 		s.want = sum[:]
@@ -96,26 +77,52 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners[ln] = true
 	s.mu.Unlock()
+	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
 			closed := s.closed
-			delete(s.listeners, ln)
+			if closed {
+				delete(s.listeners, ln)
+			}
 			s.mu.Unlock()
 			if closed {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if isTimeout(err) {
 				continue
 			}
+			if outOfFiles(err) {
+				// Out of file descriptors: wait for connections to
+				// close instead of giving up serving, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("kafka: accepting a connection", "err", err, "retry in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+				}
+				continue
+			}
+			s.mu.Lock()
+			delete(s.listeners, ln)
+			s.mu.Unlock()
 			return err
 		}
+		backoff = 0
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			conn.Close()
+			continue
+		}
+		if len(s.conns) >= s.opts.MaxConnections {
+			report := s.countRefusal()
+			s.mu.Unlock()
+			conn.Close()
+			if report > 0 {
+				s.log.Warn("kafka: closing new connections: MaxConnections are open", "max", s.opts.MaxConnections, "closed", report, "remote", conn.RemoteAddr().String())
+			}
 			continue
 		}
 		s.conns[conn] = true
@@ -129,6 +136,30 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// refusalLogEvery spaces the log lines of connections refused at
+// MaxConnections.
+const refusalLogEvery = 10 * time.Second
+
+// countRefusal counts a connection closed at MaxConnections, and returns
+// how many to log: those since the last line, once a refusalLogEvery, else
+// 0. s.mu is held.
+func (s *Server) countRefusal() int {
+	s.refused++
+	now := time.Now()
+	if now.Sub(s.refusedLogged) < refusalLogEvery {
+		return 0
+	}
+	n := s.refused
+	s.refused, s.refusedLogged = 0, now
+	return n
+}
+
+// outOfFiles reports an accept that failed for want of file descriptors or
+// buffers: it passes as connections close.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
 // Close stops accepting, closes every connection and waits for their
@@ -158,18 +189,33 @@ type connState struct {
 	authed     bool
 }
 
+// serveConn answers one connection's requests, one at a time as Kafka
+// does, until it closes, fails or breaks a bound of ServerOptions.
 func (s *Server) serveConn(conn net.Conn) {
 	defer conn.Close()
-	r := bufio.NewReader(conn)
+	frames := frameReader{
+		r:        bufio.NewReader(conn),
+		conn:     conn,
+		maxBytes: s.opts.MaxFrameBytes,
+		idle:     s.opts.IdleTimeout,
+		rest:     s.opts.FrameTimeout,
+		budget:   s.budget,
+		done:     s.ctx.Done(),
+	}
+	defer frames.release()
 	st := connState{authed: s.want == nil}
 	local, _ := conn.LocalAddr().(*net.TCPAddr)
 	from := Client{Host: conn.RemoteAddr().String()}
 	var out []byte
 	for {
-		frame, err := readFrame(r, s.opts.MaxFrameBytes)
+		frame, err := frames.next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				s.log.Warn("kafka: closing connection", "remote", from.Host, "err", err)
+			switch {
+			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+			case errors.Is(err, errIdle):
+				s.log.Debug("kafka: closing idle connection", "remote", from.Host, "client", from.ID, "err", err)
+			default:
+				s.log.Warn("kafka: closing connection", "remote", from.Host, "client", from.ID, "err", err)
 			}
 			return
 		}
@@ -185,7 +231,12 @@ func (s *Server) serveConn(conn net.Conn) {
 			return
 		}
 		out = appendResponse(out[:0], rq.correlationID, resp)
+		conn.SetWriteDeadline(time.Now().Add(s.opts.FrameTimeout))
 		if _, err := conn.Write(out); err != nil {
+			if isTimeout(err) {
+				s.log.Warn("kafka: closing connection", "remote", from.Host, "client", from.ID,
+					"err", fmt.Errorf("%w: the client took no response of %d bytes in %s", errFrameTimeout, len(out), s.opts.FrameTimeout))
+			}
 			return
 		}
 		if a, ok := resp.(*kmsg.SASLAuthenticateResponse); ok && a.ErrorCode != 0 {
@@ -205,14 +256,21 @@ func (s *Server) answer(rq request, st *connState, from Client, local *net.TCPAd
 	}
 	if rq.req == nil || (rq.key == int16(kmsg.ApiVersions) && !supports(serverVersions, rq.req)) {
 		// A newer ApiVersions than offsetd knows: answer v0 with the
-		// versions it serves, so the client can pick one.
-		resp := apiVersions(0)
+		// versions it serves, so the client can pick one. This is how
+		// every client newer than offsetd starts (franz-go asks v5 and
+		// takes the versions from this answer), not an error: it is
+		// logged at debug and counted as answered without one.
+		resp := apiVersions(0, s.h.served())
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		return observe(resp)
+		s.log.Debug("kafka: ApiVersions newer than served, answered with the versions served", "remote", from.Host, "client", from.ID, "version", rq.version)
+		if s.opts.Observer != nil {
+			s.opts.Observer.ObserveKafkaRequest(kmsg.NameForKey(rq.key), "NONE", time.Since(start))
+		}
+		return resp, nil
 	}
 	switch req := rq.req.(type) {
 	case *kmsg.ApiVersionsRequest:
-		return observe(apiVersions(req.Version))
+		return observe(apiVersions(req.Version, s.h.served()))
 	case *kmsg.SASLHandshakeRequest:
 		if !supports(serverVersions, req) {
 			break
@@ -253,7 +311,7 @@ func (s *Server) answer(rq request, st *connState, from Client, local *net.TCPAd
 	if req, ok := rq.req.(*kmsg.MetadataRequest); ok && supports(serverVersions, req) {
 		return observe(s.metadata(req, local))
 	}
-	if !supports(handlerVersions, rq.req) {
+	if !supports(s.h.served(), rq.req) {
 		return nil, fmt.Errorf("%w: %s v%d", ErrUnsupported, kmsg.NameForKey(rq.key), rq.version)
 	}
 	resp, err := s.h.Handle(s.ctx, rq.req, from)
@@ -297,10 +355,10 @@ func splitNUL(b []byte) [][]byte {
 }
 
 // apiVersions lists exactly the APIs and versions offsetd serves.
-func apiVersions(version int16) *kmsg.ApiVersionsResponse {
+func apiVersions(version int16, handler map[int16]versionRange) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = version
-	for _, vs := range []map[int16]versionRange{serverVersions, handlerVersions} {
+	for _, vs := range []map[int16]versionRange{serverVersions, handler} {
 		for key, v := range vs {
 			k := kmsg.NewApiVersionsResponseApiKey()
 			k.ApiKey, k.MinVersion, k.MaxVersion = key, v.min, v.max
@@ -347,7 +405,9 @@ func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Re
 			rt.ErrorCode = kerr.UnknownTopicID.Code
 		} else {
 			rt.Topic = kmsg.StringPtr(*t.Topic)
-			rt.TopicID = TopicID(*t.Topic)
+			if !s.h.describeTopic(&rt, *t.Topic, b.NodeID) {
+				rt.TopicID = TopicID(*t.Topic)
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -20,6 +20,9 @@ var handlerVersions = map[int16]versionRange{
 	int16(kmsg.ListGroups):      {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 3},
 	int16(kmsg.OffsetDelete):    {0, 0},
+
+	int16(kmsg.ConsumerGroupHeartbeat): {0, 1},
+	int16(kmsg.ConsumerGroupDescribe):  {0, 1},
 }
 
 // serverVersions is what Server answers itself, beside handlerVersions.
@@ -31,9 +34,26 @@ var serverVersions = map[int16]versionRange{
 	int16(kmsg.SASLAuthenticate): {0, 2},
 }
 
+// consumerProtocol is the consumer group protocol's requests (KIP-848),
+// served only by a Handler that knows the topics (Options.Topics): without
+// them its assignors would assign nothing, and a client that is not told
+// of the protocol uses the classic one.
+var consumerProtocol = []int16{int16(kmsg.ConsumerGroupHeartbeat), int16(kmsg.ConsumerGroupDescribe)}
+
+// served is what h serves: handlerVersions, without the consumer protocol
+// when h knows no topics.
+func (h *Handler) served() map[int16]versionRange {
+	if h.opts.Topics != nil {
+		return handlerVersions
+	}
+	return h.classicOnly
+}
+
 // Supported returns the request keys Handler serves with their lowest and
 // highest versions, for a broker that embeds it to advertise in its own
-// ApiVersions response.
+// ApiVersions response. ConsumerGroupHeartbeat and ConsumerGroupDescribe
+// are served only by a Handler given Options.Topics: leave them out
+// otherwise.
 func Supported() map[int16][2]int16 {
 	out := make(map[int16][2]int16, len(handlerVersions))
 	for k, v := range handlerVersions {

@@ -1,13 +1,12 @@
 package log
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+)
 
 // A batch frame's payload holds the records of one Append, each tagged with
-// its partition; see the package documentation. A batch of no records
-// marks where the next record index starts (Log.SkipTo).
-//
-//	| uvarint first index | uvarint count | record | record | ... |
-//	record: | uvarint partition | type | uvarint len(payload) | payload |
+// its partition, after the journal's tag; log/doc.go draws it. A batch of
+// no records marks where the next record index starts (Log.SkipTo).
 
 // maxBatchRecords bounds the records of one batch, so that a damaged count
 // can never make a reader allocate much.
@@ -15,9 +14,15 @@ const maxBatchRecords = 1 << 24
 
 // appendBatchFrame appends the frame of a batch of entries, the first of
 // which gets record index first.
-func appendBatchFrame(dst []byte, first uint64, entries []Entry) []byte {
+// A tag that is not 0 goes first in the payload, under a type of its own.
+func appendBatchFrame(dst []byte, tag, first uint64, entries []Entry) []byte {
 	start := len(dst)
-	dst = append(dst, frameBatch, batchType)
+	if tag != 0 {
+		dst = append(dst, frameBatch, taggedBatchType)
+		dst = binary.LittleEndian.AppendUint64(dst, tag)
+	} else {
+		dst = append(dst, frameBatch, batchType)
+	}
 	dst = binary.AppendUvarint(dst, first)
 	dst = binary.AppendUvarint(dst, uint64(len(entries)))
 	for _, e := range entries {
@@ -29,17 +34,24 @@ func appendBatchFrame(dst []byte, first uint64, entries []Entry) []byte {
 	return sealFrame(dst, start)
 }
 
-// batchFrameSize is the length of the frame appendBatchFrame writes.
-func batchFrameSize(first uint64, entries []Entry) int {
-	n := minFrameSize + uvarintLen(first) + uvarintLen(uint64(len(entries)))
-	for _, e := range entries {
-		n += uvarintLen(uint64(e.Partition)) + 1 + uvarintLen(uint64(len(e.Payload))) + len(e.Payload)
+// batchBody returns the payload of a batch frame after its tag, and the
+// tag (0 if it carries none).
+func batchBody(f frame) (tag uint64, body []byte, err error) {
+	if f.typ != taggedBatchType {
+		return 0, f.payload, nil
 	}
-	return n
+	if len(f.payload) < batchTagSize {
+		return 0, nil, errBatchBody
+	}
+	tag = binary.LittleEndian.Uint64(f.payload)
+	if tag == 0 {
+		return 0, nil, errBatchBody
+	}
+	return tag, f.payload[batchTagSize:], nil
 }
 
 // batchHeader reads the first record index and the record count of a batch
-// payload.
+// payload (after its tag).
 func batchHeader(b []byte) (first, count uint64, rest []byte, err error) {
 	first, n := binary.Uvarint(b)
 	if n <= 0 || first == 0 {
@@ -68,7 +80,11 @@ func frameRecords(f frame, walIndex uint64, partition int, fn func(index uint64,
 		}
 		return walIndex, walIndex, nil
 	}
-	first, count, b, err := batchHeader(f.payload)
+	_, body, err := batchBody(f)
+	if err != nil {
+		return 0, 0, err
+	}
+	first, count, b, err := batchHeader(body)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -105,9 +121,20 @@ func frameFirstIndex(f frame, walIndex uint64) (uint64, error) {
 	if f.version == frameRecord {
 		return walIndex, nil
 	}
-	first, _, _, err := batchHeader(f.payload)
-	if err != nil {
-		return 0, err
+	first, _, err := frameSpan(f, walIndex)
+	return first, err
+}
+
+// frameSpan returns the first record index of a frame and how many records
+// it holds, without reading them.
+func frameSpan(f frame, walIndex uint64) (first, count uint64, err error) {
+	if f.version == frameRecord {
+		return walIndex, 1, nil
 	}
-	return first, nil
+	_, body, err := batchBody(f)
+	if err != nil {
+		return 0, 0, err
+	}
+	first, count, _, err = batchHeader(body)
+	return first, count, err
 }

@@ -13,10 +13,7 @@ import (
 // checks the directory against it and removes it before the first write.
 // While it exists nothing can be in flight, so nothing at the end of the
 // log can be a torn write: damage there is corruption, and the log must
-// end exactly where the marker says.
-//
-//	| "OFFCLEAN" | version 1 | last wal entry uint64 | last record index uint64 |
-//	| size of the last segment uint64 | crc32c of the bytes before, all LE |
+// end exactly where the marker says. log/doc.go draws it.
 const (
 	cleanName    = "CLEAN"
 	cleanMagic   = "OFFCLEAN"
@@ -25,21 +22,15 @@ const (
 )
 
 type cleanMarker struct {
-	lastBatch uint64
-	last      uint64
-	tailSize  int64
+	lastBatch  uint64
+	lastRecord uint64
+	tailSize   int64
 }
 
 // writeCleanMarker writes the marker through a synced temporary file and a
 // rename, then syncs the directory.
 func writeCleanMarker(dir string, m cleanMarker) error {
-	b := make([]byte, 0, cleanSize)
-	b = append(b, cleanMagic...)
-	b = append(b, cleanVersion)
-	b = binary.LittleEndian.AppendUint64(b, m.lastBatch)
-	b = binary.LittleEndian.AppendUint64(b, m.last)
-	b = binary.LittleEndian.AppendUint64(b, uint64(m.tailSize))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b := m.encode()
 	path := filepath.Join(dir, cleanName)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
@@ -65,8 +56,9 @@ func writeCleanMarker(dir string, m cleanMarker) error {
 
 // readCleanMarker returns the marker in dir, nil if there is none, or an
 // ErrCorrupt error if it is damaged (it is written whole or not at all).
+// It changes nothing: a CLEAN.tmp that a crashed Close left is Open's to
+// remove.
 func readCleanMarker(dir string) (*cleanMarker, error) {
-	os.Remove(filepath.Join(dir, cleanName+".tmp")) // a Close that crashed: not clean
 	b, err := os.ReadFile(filepath.Join(dir, cleanName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -74,15 +66,32 @@ func readCleanMarker(dir string) (*cleanMarker, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeCleanMarker(b)
+}
+
+// encode returns the marker's bytes.
+func (m cleanMarker) encode() []byte {
+	b := make([]byte, 0, cleanSize)
+	b = append(b, cleanMagic...)
+	b = append(b, cleanVersion)
+	b = binary.LittleEndian.AppendUint64(b, m.lastBatch)
+	b = binary.LittleEndian.AppendUint64(b, m.lastRecord)
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.tailSize))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// decodeCleanMarker checks a marker's bytes and returns it, or an
+// ErrCorrupt error naming the file.
+func decodeCleanMarker(b []byte) (*cleanMarker, error) {
 	if len(b) != cleanSize || string(b[:len(cleanMagic)]) != cleanMagic || b[len(cleanMagic)] != cleanVersion ||
 		crc32.Checksum(b[:cleanSize-4], castagnoli) != binary.LittleEndian.Uint32(b[cleanSize-4:]) {
-		return nil, &CorruptError{Segment: cleanName, Err: errCleanMarker}
+		return nil, &CorruptError{File: cleanName, Err: errCleanMarker}
 	}
 	p := b[len(cleanMagic)+1:]
 	return &cleanMarker{
-		lastBatch: binary.LittleEndian.Uint64(p),
-		last:      binary.LittleEndian.Uint64(p[8:]),
-		tailSize:  int64(binary.LittleEndian.Uint64(p[16:])),
+		lastBatch:  binary.LittleEndian.Uint64(p),
+		lastRecord: binary.LittleEndian.Uint64(p[8:]),
+		tailSize:   int64(binary.LittleEndian.Uint64(p[16:])),
 	}, nil
 }
 

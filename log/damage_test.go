@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -37,7 +38,7 @@ func newDamageBase(t *testing.T, segmentSize, n int) damageBase {
 		}
 		b.starts = []int{0}
 		for i := tail.index; ; i++ {
-			res, err := scanEntries(b.tail, tail.index, 0, 0, 0, i, nil)
+			res, err := scanEntries(b.tail, tail.index, 0, 0, 0, 0, i, nil)
 			if err != nil || res.bad != nil {
 				t.Fatalf("base log: %v %v", err, res.bad)
 			}
@@ -146,7 +147,7 @@ func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
 	good := b.starts[keep-(len(b.records)-(len(b.starts)-1))] // bytes of the last segment that survive
 	torn := int64(len(spoiled) - good)
 
-	rep, err := Inspect(dir, testPartition, nil)
+	rep, err := Inspect(dir, -1, nil)
 	if err != nil || rep.LastIndex != uint64(keep) || rep.TornTailBytes != torn {
 		t.Fatalf("Inspect = %+v, %v; want LastIndex %d and %d torn bytes", rep, err, keep, torn)
 	}
@@ -163,7 +164,7 @@ func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
 		t.Fatalf("nothing to cut, but logged %v", warn)
 	}
 	if torn > 0 && (warn == nil || warn["dropped_bytes"].Int64() != torn ||
-		warn["last_whole_index"].Uint64() != uint64(keep) || warn["partition"].Int64() != testPartition) {
+		warn["last_whole_index"].Uint64() != uint64(keep) || warn["log"].String() != "journal") {
 		t.Fatalf("cut %d bytes after index %d, logged %v", torn, keep, warn)
 	}
 	if l.LastIndex() != uint64(keep) {
@@ -177,15 +178,16 @@ func checkTornTail(t *testing.T, b damageBase, spoiled []byte, keep int) {
 	l = mustOpen(t, dir, opts)
 	checkRecords(t, "Replay after appending and reopening", replayAll(t, l, 1), want)
 	mustClose(t, l)
-	if rep, err := Inspect(dir, testPartition, nil); err != nil || rep.TornTailBytes != 0 || rep.Records != len(want) {
+	if rep, err := Inspect(dir, -1, nil); err != nil || rep.TornTailBytes != 0 || rep.Records != len(want) {
 		t.Fatalf("Inspect after repair = %+v, %v", rep, err)
 	}
 }
 
-// TestCorruption damages entries that were acknowledged long ago: Open
-// (damage in the last segment followed by good entries) or Replay
-// (damage in an older segment) fails with a CorruptError naming
-// partition, segment file and index, and so does Inspect.
+// TestCorruption damages entries that were acknowledged long ago, in
+// the last segment (followed by good entries) or an older one: Open
+// refuses with a CorruptError naming the journal, segment file and batch,
+// and leaves every byte and name of the directory as it found them;
+// Inspect names the same place.
 func TestCorruption(t *testing.T) {
 	one := newDamageBase(t, 1<<20, 12)
 	many := newDamageBase(t, 100, 14)
@@ -198,7 +200,7 @@ func TestCorruption(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _ := scanEntries(data, seg.index, 0, 0, 0, seg.index+uint64(i)-1, nil)
+		res, _ := scanEntries(data, seg.index, 0, 0, 0, 0, seg.index+uint64(i)-1, nil)
 		return res.end
 	}
 	edit := func(f func(b []byte) []byte) func(string) error {
@@ -216,47 +218,46 @@ func TestCorruption(t *testing.T) {
 		seg    int // which segment file to damage
 		entry  int // which of its entries (from 0)
 		damage func(off int) func(string) error
-		atOpen bool // Open fails, not just Replay
 		reason error
 		next   bool // the error names the segment after the damaged one
 	}{
 		{"bit flip in a payload, older segment", many, 0, 1,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off+5] ^= 0x20; return b }) },
-			false, errFrameCRC, false},
+			errFrameCRC, false},
 		{"bit flip in a checksum, older segment", many, 1, 0,
 			func(off int) func(string) error {
 				return edit(func(b []byte) []byte { b[off+int(b[off])] ^= 0x01; return b })
 			},
-			false, errFrameCRC, false},
+			errFrameCRC, false},
 		{"bit flip in a length, older segment", many, 2, 0,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off] ^= 0x02; return b }) },
-			false, nil, false},
+			nil, false},
 		{"older segment cut short", many, 1, 1,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { return b[:off+3] }) },
-			false, errEntryPastEOF, false},
+			errEntryPastEOF, false},
 		{"garbage after an older segment", many, 0, 4,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { return append(b, 0, 0, 0) }) },
-			false, errEntryShort, false},
+			errEntryShort, false},
 		{"older segment emptied", many, 1, 0,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { return nil }) },
-			false, errSegmentEmpty, false},
+			errSegmentEmpty, false},
 		{"older segment removed", many, 1, 0,
 			func(off int) func(string) error { return os.Remove },
-			false, errSegmentGap, true},
+			errSegmentGap, true},
 		{"bit flip in a payload, middle of the last segment", one, 0, 3,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off+4] ^= 0x80; return b }) },
-			true, errFrameCRC, false},
+			errFrameCRC, false},
 		{"bit flip in a length, middle of the last segment", one, 0, 5,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off] ^= 0x08; return b }) },
-			true, nil, false},
+			nil, false},
 		{"zeros in the middle of the last segment", one, 0, 2,
 			func(off int) func(string) error {
 				return edit(func(b []byte) []byte { clear(b[off : off+int(b[off])+1]); return b })
 			},
-			true, errEntryShort, false},
+			errEntryShort, false},
 		{"bit flip in the first entry of the last of many segments", many, -1, 0,
 			func(off int) func(string) error { return edit(func(b []byte) []byte { b[off+3] ^= 0x01; return b }) },
-			true, errFrameCRC, false},
+			errFrameCRC, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -279,40 +280,29 @@ func TestCorruption(t *testing.T) {
 				if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
 					t.Fatalf("%s: err = %v, want a CorruptError", what, err)
 				}
-				if ce.Partition != partition || ce.Segment != seg.name() || ce.Index != index {
-					t.Fatalf("%s: error at partition %d, segment %s, index %d; want %d, %s, %d (%v)",
-						what, ce.Partition, ce.Segment, ce.Index, partition, seg.name(), index, err)
+				if ce.Partition != partition || ce.File != seg.name() || ce.Batch != index {
+					t.Fatalf("%s: error at partition %d, segment %s, batch %d; want %d, %s, %d (%v)",
+						what, ce.Partition, ce.File, ce.Batch, partition, seg.name(), index, err)
 				}
 				if tt.reason != nil && !errors.Is(err, tt.reason) {
 					t.Fatalf("%s: err = %v, want reason %q", what, err, tt.reason)
 				}
 				msg := err.Error()
-				for _, part := range []string{seg.name(), fmt.Sprintf("index %d", index)} {
+				for _, part := range []string{"journal", seg.name(), fmt.Sprintf("batch %d", index)} {
 					if !strings.Contains(msg, part) {
 						t.Fatalf("%s: message %q does not name %q", what, msg, part)
 					}
 				}
-				if partition >= 0 && !strings.Contains(msg, fmt.Sprintf("partition %d", partition)) {
-					t.Fatalf("%s: message %q does not name the partition", what, msg)
-				}
 			}
 
-			_, err := Inspect(dir, testPartition, nil)
+			_, err := Inspect(dir, -1, nil)
 			checkErr("Inspect", err, -1)
 
-			l, err := Open(dir, tt.base.opts)
-			if tt.atOpen {
-				checkErr("Open", err, testPartition)
-				return
-			}
-			if err != nil {
-				t.Fatalf("Open: %v (damage before the tail is Replay's to find)", err)
-			}
-			defer l.Close()
-			checkErr("Replay", l.Replay(1, collect(new([]record))), testPartition)
-			// From past the damage, Replay does not read it.
-			if err := l.Replay(segs[len(segs)-1].index, collect(new([]record))); err != nil {
-				t.Fatalf("Replay of the last segment: %v", err)
+			before := hashDir(t, dir)
+			_, err = Open(dir, tt.base.opts)
+			checkErr("Open", err, -1) // the journal
+			if after := hashDir(t, dir); after != before {
+				t.Fatalf("a refused Open changed the directory:\nbefore %s\nafter  %s", before, after)
 			}
 		})
 	}
@@ -334,7 +324,7 @@ func TestInterruptedTruncation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _ := scanEntries(data, seg.index, 0, 0, 0, index-1, nil)
+		res, _ := scanEntries(data, seg.index, 0, 0, 0, 0, index-1, nil)
 		return data[res.end:]
 	}
 	upTo := func(seg segmentFile, index uint64) []byte {
@@ -342,7 +332,7 @@ func TestInterruptedTruncation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _ := scanEntries(data, seg.index, 0, 0, 0, index, nil)
+		res, _ := scanEntries(data, seg.index, 0, 0, 0, 0, index, nil)
 		return data[:res.end]
 	}
 	mid, tail := segs[1], segs[len(segs)-1]
@@ -386,7 +376,7 @@ func TestInterruptedTruncation(t *testing.T) {
 				f.Write([]byte{0x20, 1, 2, 3, 0, 0, 0})
 				f.Close()
 			}
-			rep, err := Inspect(dir, testPartition, nil)
+			rep, err := Inspect(dir, -1, nil)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("Inspect: err = %v, want %v", err, tt.err)
@@ -416,6 +406,116 @@ func TestInterruptedTruncation(t *testing.T) {
 			l = mustOpen(t, dir, base.opts)
 			checkRecords(t, "Replay after reopen", replayAll(t, l, 0), want)
 			mustClose(t, l)
+		})
+	}
+}
+
+// TestForeignJournal copies a segment of another journal whose indexes
+// line up exactly with this one's (the same appends, so the same wal and
+// record indexes): only the journal tag tells them apart, and Open
+// refuses it, naming the segment, after a crash as after a clean close.
+// A journal written before tags existed opens with one, and tags what it
+// appends from then on.
+func TestForeignJournal(t *testing.T) {
+	mk := func(id string) (string, Options) {
+		dir := t.TempDir()
+		opts := testOptions(t, 200)
+		opts.JournalID = id
+		l := mustOpen(t, dir, opts)
+		mustAppend(t, l, testEntries(0, 30))
+		mustClose(t, l)
+		return dir, opts
+	}
+	ours, opts := mk("ours")
+	theirs, _ := mk("theirs")
+	segs, others := segmentFiles(t, ours), segmentFiles(t, theirs)
+	if len(segs) < 3 || !slices.Equal(segmentStarts(segs), segmentStarts(others)) {
+		t.Fatalf("segments %v and %v; want the same three or more", segmentStarts(segs), segmentStarts(others))
+	}
+	for _, crashed := range []bool{false, true} {
+		dir := t.TempDir()
+		copyDir(t, ours, dir)
+		if crashed {
+			crash(t, dir)
+		}
+		victim := segmentFiles(t, dir)[1]
+		if err := os.WriteFile(victim.path, mustReadFile(t, others[1].path), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		before := hashDir(t, dir)
+		_, err := Open(dir, opts)
+		var ce *CorruptError
+		if !errors.Is(err, errForeignBatch) || !errors.As(err, &ce) || ce.File != victim.name() {
+			t.Fatalf("Open with another journal's segment (crashed %v) = %v; want errForeignBatch naming %s", crashed, err, victim.name())
+		}
+		if hashDir(t, dir) != before {
+			t.Fatal("a refused Open changed the directory")
+		}
+		// Without the tag to check (Inspect), the indexes alone pass.
+		if _, err := Inspect(dir, -1, nil); err != nil {
+			t.Fatalf("Inspect: %v", err)
+		}
+	}
+
+	old := t.TempDir()
+	untagged := testOptions(t, 200)
+	l := mustOpen(t, old, untagged)
+	want := mustAppend(t, l, testEntries(0, 10))
+	mustClose(t, l)
+	l = mustOpen(t, old, opts)
+	want = append(want, mustAppend(t, l, testEntries(10, 10))...)
+	mustClose(t, l)
+	l = mustOpen(t, old, opts)
+	checkRecords(t, "a journal tagged half way", replayAll(t, l, 1), want)
+	mustClose(t, l)
+}
+
+// TestWholeFrameAtTheEndIsNotTorn: after a crash, a whole batch at the end
+// of the last segment whose checksum passes but which does not continue
+// the journal (an older batch again, or one that skips indexes) was
+// written so: Open refuses it, naming the segment and batch, and cuts
+// nothing; only bytes that fail to read are a torn end.
+func TestWholeFrameAtTheEndIsNotTorn(t *testing.T) {
+	opts := testOptions(t, 1<<20)
+	base := t.TempDir()
+	l := mustOpen(t, base, opts)
+	for i := range 5 {
+		mustAppendBatch(t, l, testEntries(i*2, 2))
+	}
+	mustClose(t, l)
+	crash(t, base)
+	seg := segmentFiles(t, base)[0]
+	data := mustReadFile(t, seg.path)
+	first, _ := scanEntries(data, 1, -1, 0, 0, 0, 1, nil)   // the first batch's bytes: data[:first.end]
+	skip := appendBatchFrame(nil, 0, 20, testEntries(0, 1)) // records from 20, where 11 comes next
+	for _, tc := range []struct {
+		name  string
+		frame []byte // a whole wal entry
+		why   error
+	}{
+		{"the first batch again", data[:first.end], errIndexOrder},
+		{"a batch that skips indexes", append(binary.AppendUvarint(nil, uint64(len(skip))), skip...), errIndexGap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frame := tc.frame
+			dir := t.TempDir()
+			copyDir(t, base, dir)
+			path := segmentFiles(t, dir)[0].path
+			if err := os.WriteFile(path, append(mustReadFile(t, path), frame...), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			before := hashDir(t, dir)
+			_, err := Open(dir, opts)
+			var ce *CorruptError
+			if !errors.Is(err, tc.why) || !errors.As(err, &ce) || ce.File != seg.name() || ce.Batch != 6 {
+				t.Fatalf("Open = %v; want %q naming segment %s, batch 6", err, tc.why, seg.name())
+			}
+			if hashDir(t, dir) != before {
+				t.Fatal("the refused Open changed the directory")
+			}
+			if _, err := Inspect(dir, -1, nil); !errors.Is(err, tc.why) {
+				t.Fatalf("Inspect = %v; want %q", err, tc.why)
+			}
 		})
 	}
 }

@@ -25,7 +25,8 @@
 // size too: two writes to the device, one after the other, against one
 // for the ring. wal syncs each segment as it closes it; the ring holds the
 // batches of the last one since then, and Open restores from it what a
-// power cut took from the segment (ring.go).
+// power cut took from the segment (ring.go writes the ring, restore.go
+// plans what Open restores from it).
 //
 // # Lifecycle
 //
@@ -39,7 +40,7 @@
 //	err = l.Close()                         // leaves the clean-close marker
 //
 // Memory: wal keeps the last segment in memory, so about
-// 2 × Options.SegmentSize.
+// 2 × Options.SegmentSize for the whole journal.
 //
 // # On-disk format
 //
@@ -58,12 +59,16 @@
 //	+---------+--------+---------------------+------------------+
 //	crc32c:  CRC-32C (Castagnoli) of version, type and payload
 //
-//	version 2, type 1: a batch (the journal)
-//	  payload: | uvarint first | uvarint count | record | ... count records ... |
+//	version 2, type 1 or 2: a batch (the journal)
+//	  payload: | tag u64 LE (type 2 only) | uvarint first | uvarint count |
+//	           | record | ... count records ... |
 //	  record:  | uvarint partition | type (1..255) | uvarint len(data) | data |
-//	  The records take indexes first, first+1, ...; indexes only grow from
-//	  batch to batch. A batch of no records moves the next index to first
-//	  (Log.SkipTo).
+//	  The records take indexes first, first+1, ...; a batch of records
+//	  starts right after the last record of the batch before it, in the
+//	  same segment or the one before. A batch of no records moves the next
+//	  index on to first (Log.SkipTo). The tag (FNV-1a of
+//	  Options.JournalID, never 0) says which journal wrote the batch; a
+//	  journal written without an ID has batches of type 1, which carry none.
 //
 //	version 1, type 1..255: one record of the partition the directory
 //	  belongs to, whose index is the wal index (a partition's log of the
@@ -86,9 +91,15 @@
 // record index they cover, each a run of version-1 frames between a header
 // and a footer (see Snapshots):
 //
-//	header:  | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |  (LE)
+//	header:  | "OFFSNAP" | 2 | index u64 | partition u32 | partitions u32 |
+//	         | len(hash) u8 | hash | len(dir) u8 | dir | crc32c of the bytes before |  (LE)
 //	entries: | uvarint(len(frame)) | frame | ...
 //	footer:  | uvarint 0 | count u64 | crc32c of count |  (LE)
+//
+// The header names the snapshot's owner (SnapshotOwner: the partition, the
+// partition count, the hash, the data directory's identifier), and Read
+// refuses a snapshot of another. Version 1 of the header, still read,
+// names none: | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |.
 //
 // What the records of a snapshot hold is the coordinator's business: since
 // the compact format, a record of a group's offsets writes each group and
@@ -133,6 +144,14 @@
 // damage it meets in older segments. After a clean close nothing can be
 // torn: nothing is restored from the ring (a lap past the marker's end is
 // corruption), any damage at the end is corruption, and the journal must
-// end exactly where the marker says. Inspect reports all of this without
-// changing anything.
+// end exactly where the marker says.
+//
+// Continuity is checked everywhere, in both states: each segment starts
+// at the wal index where the one before ended, each batch of records
+// starts right after the last record before it, and every batch carries
+// this journal's tag. A whole frame (its checksum passes) that breaks any
+// of these was written so: it is corruption wherever it is, never a torn
+// end. Open decides all of this before it writes (PlanOpen reads
+// everything; Plan.Open carries the plan out), so a refusal leaves the
+// directory as it was; Inspect reports the same plan.
 package log

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 var (
@@ -44,9 +45,13 @@ const (
 	errTruncation   corruption = "both .START and .END files from interrupted truncations"
 	errSnapHeader   corruption = "snapshot header missing or damaged"
 	errSnapShort    corruption = "snapshot cut short"
+	errSnapOwner    corruption = "snapshot of another owner"
 	errSnapFooter   corruption = "snapshot footer damaged or record count wrong"
 	errBatchBody    corruption = "batch records do not fill the batch, though its checksum passed"
-	errIndexOrder   corruption = "record indexes do not increase"
+	errIndexOrder   corruption = "batch does not continue the record indexes of the batch before it"
+	errIndexGap     corruption = "batch skips record indexes after the batch before it"
+	errForeignBatch corruption = "batch of another journal (its tag is not this journal's)"
+	errRingRestores corruption = "the sync ring holds the batches from here on"
 	errAfterClean   corruption = "damage at the end of a journal that was closed cleanly"
 	errCleanDiffers corruption = "the journal does not end where its clean close recorded"
 	errCleanMarker  corruption = "clean-close marker damaged"
@@ -58,22 +63,47 @@ const (
 )
 
 // CorruptError locates damage in a log directory. It matches ErrCorrupt
-// under errors.Is, and its Err field says what was wrong.
+// under errors.Is, and its Err field says what was wrong. A journal has
+// two index spaces, named apart: Batch is the wal index of an entry (one
+// batch: what segment files are named by), Record the index of a record,
+// the index users see.
 type CorruptError struct {
-	Partition int    // the partition from Options; -1 when unknown (Inspect)
-	Segment   string // base name of the segment file holding the damage
-	Index     uint64 // index of the entry that could not be read
-	Offset    int64  // byte offset of that entry in the segment file
+	// Partition is the partition of a log of format 1 or of snapshots;
+	// -1 for the journal, which every partition shares.
+	Partition int
+	File      string // base name of the file holding the damage: a segment, RING, CLEAN or a snapshot
+	Batch     uint64 // wal index of the batch that could not be read; 0 if not a batch's
+	Record    uint64 // record index the damage concerns; 0 if not known
+	Offset    int64  // byte offset of the damage in File
 	Err       error  // the reason
 }
 
-// Error names the partition, segment file, index and byte offset.
+// Error names the journal or partition, the file, the batch or record
+// index, and the byte offset.
 func (e *CorruptError) Error() string {
-	where := fmt.Sprintf("segment %s, index %d (byte %d)", e.Segment, e.Index, e.Offset)
+	var b strings.Builder
+	b.WriteString("log: corrupt: ")
 	if e.Partition >= 0 {
-		where = fmt.Sprintf("partition %d, %s", e.Partition, where)
+		fmt.Fprintf(&b, "partition %d", e.Partition)
+	} else {
+		b.WriteString("journal")
 	}
-	return fmt.Sprintf("log: corrupt: %s: %v", where, e.Err)
+	if isSegmentName(e.File) {
+		fmt.Fprintf(&b, ", segment %s", e.File)
+	} else {
+		fmt.Fprintf(&b, ", file %s", e.File)
+	}
+	if e.Batch != 0 {
+		fmt.Fprintf(&b, ", batch %d", e.Batch)
+	}
+	if e.Record != 0 {
+		fmt.Fprintf(&b, ", record index %d", e.Record)
+	}
+	if e.Offset != 0 || e.Batch != 0 {
+		fmt.Fprintf(&b, " (byte %d)", e.Offset)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
 }
 
 // Unwrap returns the reason.
@@ -81,3 +111,16 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Is makes every CorruptError match ErrCorrupt, whatever its reason.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// isSegmentName reports whether name is that of a segment file.
+func isSegmentName(name string) bool {
+	if len(name) != len(segmentName(0)) {
+		return false
+	}
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

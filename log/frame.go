@@ -14,8 +14,12 @@ const (
 	frameTrailer = 4                          // crc32c, little endian
 	minFrameSize = frameHeader + frameTrailer // a frame with an empty payload
 
-	// batchType is the type byte of a batch frame.
-	batchType = 1
+	// batchType is the type byte of a batch frame that carries no journal
+	// tag (written without Options.JournalID, and before it existed);
+	// taggedBatchType that of one whose payload starts with the tag.
+	batchType       = 1
+	taggedBatchType = 2
+	batchTagSize    = 8
 )
 
 // castagnoli is the CRC32C table; crc32 recognises it and uses the CPU's
@@ -60,8 +64,17 @@ func decodeFrame(b []byte) (frame, error) {
 	switch {
 	case body[0] != frameRecord && body[0] != frameBatch:
 		return frame{}, errFrameVersion
-	case body[1] == 0, body[0] == frameBatch && body[1] != batchType:
+	case body[1] == 0, body[0] == frameBatch && body[1] != batchType && body[1] != taggedBatchType:
 		return frame{}, errFrameType
 	}
 	return frame{version: body[0], typ: body[1], payload: body[frameHeader:]}, nil
+}
+
+// uvarintLen is the length of x as a uvarint.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }

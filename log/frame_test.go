@@ -111,7 +111,8 @@ func TestFrameRoundTrip(t *testing.T) {
 func FuzzDecodeFrame(f *testing.F) {
 	f.Add(appendFrame(nil, frameRecord, 1, nil))
 	f.Add(appendFrame(nil, frameRecord, 9, []byte("group/topic/0 offset 42")))
-	f.Add(appendBatchFrame(nil, 5, []Entry{{Partition: 3, Type: 1, Payload: []byte("x")}}))
+	f.Add(appendBatchFrame(nil, 0, 5, []Entry{{Partition: 3, Type: 1, Payload: []byte("x")}}))
+	f.Add(appendBatchFrame(nil, 77, 5, []Entry{{Partition: 3, Type: 1, Payload: []byte("x")}}))
 	f.Add([]byte{})
 	f.Add(make([]byte, 6))
 	f.Add([]byte{1, 1, 0, 0, 0, 0})

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/offsetd/offsetd/internal/dirhash"
 )
 
 const testPartition = 7
@@ -263,3 +265,13 @@ func copyDir(t testing.TB, from, to string) {
 }
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// hashDir describes every file and directory under dir (dirhash.Tree).
+func hashDir(t testing.TB, dir string) string {
+	t.Helper()
+	h, err := dirhash.Tree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

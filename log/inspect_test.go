@@ -23,7 +23,7 @@ func TestInspect(t *testing.T) {
 	mustClose(t, l)
 
 	var got []record
-	rep, err := Inspect(dir, testPartition, collect(&got))
+	rep, err := Inspect(dir, -1, collect(&got))
 	if err != nil {
 		t.Fatalf("Inspect: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestInspect(t *testing.T) {
 	}
 
 	stop := errors.New("stop")
-	if _, err := Inspect(dir, testPartition, func(uint64, Entry) error { return stop }); err != stop {
+	if _, err := Inspect(dir, -1, func(uint64, Entry) error { return stop }); err != stop {
 		t.Fatalf("Inspect with a failing callback: err = %v, want it as is", err)
 	}
 	if rep, err := Inspect(t.TempDir(), testPartition, nil); err != nil || rep.Segments != 0 || rep.FirstIndex != 1 || rep.LastIndex != 0 {

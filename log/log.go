@@ -3,22 +3,22 @@ package log
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/wal"
 )
 
-// Options configures one partition's log.
+// Options configures a log: the journal every partition shares, or a
+// partition's log of format 1, read to convert it.
 type Options struct {
 	// SegmentSize is the target size of a segment file in bytes; a segment
 	// is closed once it reaches it, so it can exceed it by one entry.
-	// Default 4 MiB. Memory per partition is about 2 × SegmentSize: the
-	// tail segment lives in memory (wal keeps it there), and Replay holds
-	// one segment at a time. Keep it a few MB.
+	// Default 4 MiB. A log's memory is about 2 × SegmentSize: the tail
+	// segment lives in memory (wal keeps it there), and Replay holds one
+	// segment at a time. Keep it a few MB.
 	SegmentSize int
 
 	// UnsafeNoSync skips the syncs of Append, and the sync ring: an
@@ -27,11 +27,22 @@ type Options struct {
 	// sync ring that a run without it left, and then clears it.
 	UnsafeNoSync bool
 
-	// Partition names the log in errors and log messages, and is the
-	// partition of the records of a format-1 log (one partition's log, as
-	// the previous release wrote them), which carry none of their own. A
-	// journal shared by every partition leaves it 0.
+	// Format1 marks a log of format 1 (one partition's log, as the
+	// previous release wrote them), read to convert it: Partition is then
+	// the partition of its records, which carry none of their own, and
+	// names the log in errors and log messages. Without it the log is the
+	// journal every partition shares, named "journal", and Partition is
+	// not used.
+	Format1   bool
 	Partition int
+
+	// JournalID identifies the journal (the coordinator gives its data
+	// directory's identifier). Every batch Append writes carries a tag
+	// made from it, and Open refuses a batch that carries another: a
+	// segment, or a sync ring, copied from another journal whose indexes
+	// happen to line up. Batches written without one carry none and are
+	// accepted by any. Empty: batches carry no tag, and none is checked.
+	JournalID string
 
 	// Logger receives warnings (a torn tail cut on Open, a failed write).
 	// Nil means slog.Default().
@@ -47,10 +58,6 @@ func DefaultOptions() Options {
 	return Options{SegmentSize: 4 << 20}
 }
 
-// reopenAfterSegments is how many segments wal may create before the Log
-// reopens it, to drop its memory of segments long removed.
-const reopenAfterSegments = 1024
-
 // maxSegmentSize bounds SegmentSize: the tail segment is held in memory.
 const maxSegmentSize = 1 << 30
 
@@ -61,6 +68,36 @@ func (o *Options) ensureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+}
+
+// partition is the partition of a format-1 log, or -1 for the journal:
+// what CorruptError.Partition holds.
+func (o *Options) partition() int {
+	if o.Format1 {
+		return o.Partition
+	}
+	return -1
+}
+
+// logName names a log in errors and log messages: "journal", or
+// "partition N" for a log of format 1 (partition is what
+// Options.partition returns).
+func logName(partition int) string {
+	if partition < 0 {
+		return "journal"
+	}
+	return fmt.Sprintf("partition %d", partition)
+}
+
+// journalTag is the tag the batches of the journal carry: FNV-1a of
+// JournalID (never 0), or 0 without one.
+func (o *Options) journalTag() uint64 {
+	if o.JournalID == "" {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(o.JournalID))
+	return max(h.Sum64(), 1)
 }
 
 // syncRingSize returns the size of the sync ring.
@@ -102,11 +139,7 @@ type Entry struct {
 // FirstIndex, LastIndex, Poisoned and Dir may be called from any goroutine
 // (Close must still come after them).
 //
-// Invariant: nothing in this package calls wal's Read, TruncateFront or
-// TruncateBack (TestWALUse checks), nor asks its FirstIndex but right after
-// wal.Open. TruncateFront removes segment files behind the open wal handle,
-// which is safe only because, without those calls, wal touches nothing but
-// its last segment.
+// What Log relies on of wal beyond its API is listed in wal.go.
 type Log struct {
 	dir    string
 	opts   Options
@@ -118,12 +151,14 @@ type Log struct {
 	// nil with UnsafeNoSync.
 	ring *ring
 
-	first     atomic.Uint64 // record index of the first record held
-	last      atomic.Uint64 // last record index durably appended: a failed batch never counts
-	lastBatch atomic.Uint64 // wal index of the last entry durably appended
-	poisoned  atomic.Bool
-	empty     bool // the log holds no batch
-	cycled    int  // segments wal created since it was opened
+	// Two index spaces, named apart: record indexes (what Append returns)
+	// and wal indexes of batches (what segment files are named by).
+	firstRecord atomic.Uint64 // record index of the first record held
+	lastRecord  atomic.Uint64 // last record index durably appended: a failed batch never counts
+	lastBatch   atomic.Uint64 // wal index of the last batch durably appended
+	poisoned    atomic.Bool
+	empty       bool // the log holds no batch
+	cycled      int  // segments wal created since it was opened
 	// dirUnsynced is set, with UnsafeNoSync, when a segment was created
 	// since the directory was last synced: Sync syncs it.
 	dirUnsynced bool
@@ -143,189 +178,19 @@ type Log struct {
 	closed bool
 }
 
-// Open opens the log in dir, creating dir if needed. It first finishes
-// any truncation that a crash interrupted, restores from the sync ring
-// the batches the last segment lost, cuts a torn batch off the end of the
-// last segment (logging what it dropped and restored) and syncs. Damage
-// before the tail is an ErrCorrupt error naming partition, file and
-// index; so is any damage at all after a clean close (Close leaves a
-// marker that Open checks and removes). opts is copied; bad values are
-// ErrInvalid errors naming the field.
+// Open opens the log in dir, creating dir if needed. It first plans
+// (PlanOpen), reading everything and writing nothing, and refuses a
+// damaged directory as the plan does, untouched: damage before the tail
+// is an ErrCorrupt error naming partition, file and index; so is any
+// damage at all after a clean close (Close leaves a marker that Open
+// checks and removes). Then it carries the plan out (Plan.Open). opts is
+// copied; bad values are ErrInvalid errors naming the field.
 func Open(dir string, opts Options) (*Log, error) {
-	opts.ensureDefaults() // opts is the caller's copy already
-	if err := opts.validate(); err != nil {
+	p, err := PlanOpen(dir, opts)
+	if err != nil {
 		return nil, err
 	}
-	if dir == "" {
-		return nil, fmt.Errorf("%w: empty directory name", ErrInvalid)
-	}
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger.With("partition", opts.Partition)}
-	if err := MakeDir(dir, SyncDir); err != nil {
-		return nil, l.errorf("open: %w", err)
-	}
-	clean, err := readCleanMarker(dir)
-	if err != nil {
-		return nil, locate(err, opts.Partition)
-	}
-	// With UnsafeNoSync the ring is read, if a run with syncs left one,
-	// and then cleared: such a log keeps no lap.
-	var lap ringLap
-	if _, serr := os.Stat(filepath.Join(dir, ringName)); !opts.UnsafeNoSync || serr == nil {
-		size := opts.syncRingSize()
-		if opts.UnsafeNoSync {
-			size = 0
-		}
-		if l.ring, lap, err = openRing(dir, size); err != nil {
-			return nil, l.errorf("open: %w", err)
-		}
-	}
-	err = l.openRestoring(clean, lap)
-	if err == nil && opts.UnsafeNoSync && l.ring != nil {
-		if err = l.ring.clear(); err != nil {
-			closeWAL(l.wal)
-			err = l.errorf("open: %w", err)
-		}
-		l.ring.close()
-		l.ring = nil
-	}
-	if err != nil {
-		l.ring.close()
-		return nil, err
-	}
-	if clean != nil {
-		// From here on a crash is not a clean close.
-		if err := removeCleanMarker(dir); err != nil {
-			closeWAL(l.wal)
-			l.ring.close()
-			return nil, l.errorf("open: %w", err)
-		}
-	}
-	return l, nil
-}
-
-// openRestoring opens wal (openWAL) and, after a crash, appends what the
-// sync ring's lap holds beyond the whole batches of the segments, after
-// cutting them back to the last of those (planRestore). After a clean
-// close the segments hold everything the lap does.
-func (l *Log) openRestoring(clean *cleanMarker, lap ringLap) error {
-	if clean != nil {
-		if err := lapPastClean(lap, clean, l.opts.Partition); err != nil {
-			return err
-		}
-		return l.openWAL(clean)
-	}
-	restore := false
-	var keep uint64
-	if len(lap.frames) > 0 {
-		segs, err := finishTruncation(l.dir)
-		if err != nil {
-			return locate(fmt.Errorf("finish interrupted truncation: %w", err), l.opts.Partition)
-		}
-		if keep, restore, err = planRestore(segs, lap, l.opts.Partition); err != nil {
-			return err
-		}
-		if restore {
-			if err := cutBack(l.dir, keep, l.opts.Partition); err != nil {
-				return err
-			}
-		}
-	}
-	if err := l.openWAL(nil); err != nil {
-		return err
-	}
-	if !restore {
-		return nil
-	}
-	if got := l.lastBatch.Load(); got != keep {
-		closeWAL(l.wal)
-		return &CorruptError{Partition: l.opts.Partition, Segment: ringName, Index: got + 1, Err: errRingGap}
-	}
-	for i, frame := range lap.frames {
-		batch := lap.first + uint64(i)
-		if batch <= keep {
-			continue
-		}
-		f, err := decodeFrame(frame)
-		var first, last uint64
-		if err == nil {
-			first, last, err = frameRecords(f, batch, l.opts.Partition, nil)
-		}
-		if err == nil {
-			err = l.appendFrame(batch, frame, first, last, false)
-		}
-		if err != nil {
-			if l.wal != nil {
-				closeWAL(l.wal)
-			}
-			return l.errorf("open: restore batch %d from the sync ring: %w", batch, err)
-		}
-	}
-	if err := errors.Join(l.wal.Sync(), SyncDir(l.dir)); err != nil {
-		closeWAL(l.wal)
-		return l.errorf("open: sync the batches restored from the sync ring: %w", err)
-	}
-	l.logger.Warn("log: restored batches from the sync ring that the last segment had lost",
-		"from_batch", keep+1, "to_batch", lap.lastBatch(), "last_index", l.last.Load())
-	return nil
-}
-
-// openWAL prepares the directory (finished truncations, repaired tail,
-// everything synced) and opens wal on it. clean, if not nil, is what the
-// last clean close recorded: the directory must match it exactly.
-func (l *Log) openWAL(clean *cleanMarker) error {
-	info, err := prepareDir(l.dir, l.opts.Partition, l.logger, clean != nil)
-	if err != nil {
-		return err
-	}
-	if clean != nil && (clean.lastBatch != info.lastBatch || clean.last != info.last || clean.tailSize != info.tailSize) {
-		return &CorruptError{Partition: l.opts.Partition, Segment: cleanName, Index: info.last,
-			Err: fmt.Errorf("%w: recorded last index %d (entry %d, tail %d bytes), found %d (entry %d, tail %d bytes)",
-				errCleanDiffers, clean.last, clean.lastBatch, clean.tailSize, info.last, info.lastBatch, info.tailSize)}
-	}
-	w, err := wal.Open(l.dir, l.walOptions())
-	if err != nil {
-		return l.errorf("open wal: %w", err)
-	}
-	if len(info.segs) == 0 {
-		// wal created the first segment file.
-		if err := SyncDir(l.dir); err != nil {
-			closeWAL(w)
-			return l.errorf("open: %w", err)
-		}
-		l.tailStart.Store(1)
-		l.tailSize = 0
-	} else {
-		l.tailStart.Store(info.segs[len(info.segs)-1].index)
-		l.tailSize = info.tailSize
-	}
-	lastBatch, err := w.LastIndex()
-	if err == nil && lastBatch != info.lastBatch {
-		err = fmt.Errorf("wal reports last entry %d, the files end at %d", lastBatch, info.lastBatch)
-	}
-	if err != nil {
-		closeWAL(w)
-		return l.errorf("open wal: %w", err)
-	}
-	l.wal = w
-	l.lastBatch.Store(info.lastBatch)
-	l.last.Store(info.last)
-	l.first.Store(info.first)
-	l.empty = info.empty
-	return nil
-}
-
-// walOptions returns a fresh copy each time, since wal.Open writes to it.
-func (l *Log) walOptions() *wal.Options {
-	return &wal.Options{
-		NoSync:           true, // Append syncs through the ring; wal still syncs each segment it closes
-		SegmentSize:      l.opts.SegmentSize,
-		LogFormat:        wal.Binary,
-		SegmentCacheSize: 1,    // we never read through wal
-		NoCopy:           true, // nor copy
-		AllowEmpty:       true, // the only segment left may be empty: just cycled, repaired or cut back
-		DirPerms:         0o750,
-		FilePerms:        0o640,
-	}
+	return p.Open()
 }
 
 // SkipTo makes the next record index at least next, durably: it appends a
@@ -337,7 +202,7 @@ func (l *Log) SkipTo(next uint64) error {
 	if l.closed {
 		return l.errorf("skip: %w", ErrClosed)
 	}
-	if next <= l.last.Load()+1 {
+	if next <= l.lastRecord.Load()+1 {
 		return nil
 	}
 	_, _, err := l.write(next, nil)
@@ -379,7 +244,7 @@ func (l *Log) Append(entries []Entry) (first, last uint64, err error) {
 			return 0, 0, fmt.Errorf("%w: entry %d of %d has partition %d", ErrInvalid, i, len(entries), entries[i].Partition)
 		}
 	}
-	return l.write(l.last.Load()+1, entries)
+	return l.write(l.lastRecord.Load()+1, entries)
 }
 
 // write appends entries (maybe none) as one batch whose first record index
@@ -391,7 +256,7 @@ func (l *Log) write(first uint64, entries []Entry) (_, last uint64, err error) {
 		}
 	}
 	last = first + uint64(len(entries)) - 1
-	l.buf = appendBatchFrame(l.buf[:0], first, entries)
+	l.buf = appendBatchFrame(l.buf[:0], l.opts.journalTag(), first, entries)
 	err = l.appendFrame(l.lastBatch.Load()+1, l.buf, first, last, true)
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // do not hold on to the memory of one huge batch
@@ -443,10 +308,10 @@ func (l *Log) appendFrame(batch uint64, frame []byte, first, last uint64, sync b
 	l.tailSize = tailSize
 	l.lastBatch.Store(batch)
 	if l.empty {
-		l.first.Store(first) // the first batch the log holds
+		l.firstRecord.Store(first) // the first batch the log holds
 		l.empty = false
 	}
-	l.last.Store(last)
+	l.lastRecord.Store(last)
 	return nil
 }
 
@@ -490,41 +355,15 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// nextTail predicts where wal's last segment will be after writing one
-// entry of frame size n at wal index batch, and whether it creates segment
-// files. It mirrors writeBatch and cycle of wal v1.2.1: a segment is closed
-// before a write if it is over SegmentSize, and after an entry that brings
-// it to SegmentSize. TestTailPrediction checks it against the directory.
-func (l *Log) nextTail(n int, batch uint64) (start uint64, size int64, created bool) {
-	start, size = l.tailStart.Load(), l.tailSize
-	limit := int64(l.opts.SegmentSize)
-	if size > limit {
-		start, size, created = batch, 0, true
-	}
-	size += int64(uvarintLen(uint64(n)) + n)
-	if size >= limit {
-		start, size, created = batch+1, 0, true
-	}
-	return start, size, created
-}
-
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
-}
-
 // FirstIndex returns the record index where the oldest batch held starts
 // (the log holds every record from there to LastIndex), or LastIndex()+1
 // when it holds no batch (1 for a new log).
-func (l *Log) FirstIndex() uint64 { return l.first.Load() }
+func (l *Log) FirstIndex() uint64 { return l.firstRecord.Load() }
 
 // LastIndex returns the record index of the last acknowledged record, 0
 // when nothing has ever been written. A failed batch never counts, even
 // while the handle is poisoned.
-func (l *Log) LastIndex() uint64 { return l.last.Load() }
+func (l *Log) LastIndex() uint64 { return l.lastRecord.Load() }
 
 // Poisoned reports whether a write failed since the last successful
 // recovery. Append recovers a poisoned log first; TruncateFront refuses
@@ -533,150 +372,6 @@ func (l *Log) Poisoned() bool { return l.poisoned.Load() }
 
 // Dir returns the directory given to Open.
 func (l *Log) Dir() string { return l.dir }
-
-// TruncateFront removes the whole segments all of whose records come
-// before record index index, but never the last segment. It is meant for
-// after snapshots covering index-1. The records from the start of the
-// segment holding index stay, so FirstIndex becomes the first index of the
-// oldest remaining segment, which may be below index. index must be in
-// [1, LastIndex+1]; below FirstIndex it removes nothing. It writes no data:
-// it lists the directory, unlinks the files, oldest first, and syncs the
-// directory once if it removed any.
-//
-// A failed unlink or directory sync returns an error but does not poison
-// the handle: the files left are a contiguous run of segments ending at
-// the last one either way, FirstIndex names the oldest of them, and a
-// crash before the sync leaves such a run too, which Open accepts.
-//
-// Unlike the other methods, TruncateFront may run on another goroutine
-// while the owner appends: unlinking segments can take milliseconds each
-// (more on a filesystem mounted with discard), and commits need not wait
-// for it. It refuses a poisoned log, whose recovery is the owner's.
-func (l *Log) TruncateFront(index uint64) error {
-	l.files.Lock()
-	defer l.files.Unlock()
-	if l.closed {
-		return l.errorf("truncate front: %w", ErrClosed)
-	}
-	if l.poisoned.Load() {
-		// Recovery is the owner's, on its next Append.
-		return l.errorf("truncate front refused: the log is poisoned until the next append recovers it")
-	}
-	if index == 0 || index > l.last.Load()+1 {
-		return fmt.Errorf("%w: truncate front to %d, past the next index %d", ErrInvalid, index, l.last.Load()+1)
-	}
-	if index <= l.first.Load() {
-		return nil // nothing before it is held
-	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return l.errorf("truncate front to %d: %w", index, err)
-	}
-	if len(st.leftovers) > 0 {
-		// Open finished them and nothing writes them since: someone else
-		// is at work in the directory.
-		return l.errorf("truncate front to %d: unexpected files %v", index, st.leftovers)
-	}
-	segs := st.segments
-	n, firsts, err := l.segmentsBefore(segs, index)
-	if err != nil {
-		return l.errorf("truncate front to %d: %w", index, err)
-	}
-	if n == 0 {
-		return nil
-	}
-	// Once open, wal only writes to and cycles its last segment; it opens
-	// older ones only to read or truncate, which Log never asks of it (see
-	// Log). So they can go behind its back: its list of segments goes
-	// stale (about 100 bytes and a path per segment created since Open),
-	// nothing consults it, and the next wal.Open lists the directory afresh.
-	for i, s := range segs[:n] {
-		if err := os.Remove(s.path); err != nil {
-			if i > 0 {
-				l.first.Store(firsts[i-1]) // segs[:i] are gone
-			}
-			return l.errorf("truncate front to %d: remove segment %d of %d: %w", index, i+1, n, err)
-		}
-	}
-	l.first.Store(firsts[n-1])
-	if err := SyncDir(l.dir); err != nil {
-		return l.errorf("truncate front to %d: sync directory: %w", index, err)
-	}
-	return nil
-}
-
-// segmentsBefore returns how many segments, oldest first, hold only
-// records below index, and the first record index of the segment after
-// each of them. It never counts the last segment, which wal writes to,
-// nor the last one holding a batch, which holds the last index.
-func (l *Log) segmentsBefore(segs []segmentFile, index uint64) (int, []uint64, error) {
-	n := 0
-	var firsts []uint64
-	for n+1 < len(segs) && segs[n].index < l.tailStart.Load() {
-		next, err := segmentFirstIndex(segs[n+1])
-		if err != nil {
-			return 0, nil, err
-		}
-		if next == 0 || next > index {
-			// An empty segment (only the tail can be one) must not be left
-			// alone: the last index would be lost with the segment before
-			// it, and a reopen would give indexes again.
-			break
-		}
-		firsts = append(firsts, next)
-		n++
-	}
-	return n, firsts, nil
-}
-
-// SegmentInfo describes one segment file.
-type SegmentInfo struct {
-	First uint64 // record index where its first batch starts; 0 if it holds none
-	Bytes int64
-}
-
-// Segments describes the segment files, oldest first. Like TruncateFront,
-// it may run beside the owner.
-func (l *Log) Segments() ([]SegmentInfo, error) {
-	l.files.Lock()
-	defer l.files.Unlock()
-	if l.closed {
-		return nil, l.errorf("segments: %w", ErrClosed)
-	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return nil, l.errorf("segments: %w", err)
-	}
-	out := make([]SegmentInfo, len(st.segments))
-	for i, s := range st.segments {
-		fi, err := os.Stat(s.path)
-		if err != nil {
-			return nil, l.errorf("segments: %w", err)
-		}
-		first, err := segmentFirstIndex(s)
-		if err != nil {
-			return nil, l.errorf("segments: %w", err)
-		}
-		out[i] = SegmentInfo{First: first, Bytes: fi.Size()}
-	}
-	return out, nil
-}
-
-// SegmentsBefore returns how many segment files TruncateFront(index) would
-// remove. Like TruncateFront, it may run beside the owner.
-func (l *Log) SegmentsBefore(index uint64) (int, error) {
-	l.files.Lock()
-	defer l.files.Unlock()
-	if l.closed {
-		return 0, l.errorf("segments: %w", ErrClosed)
-	}
-	st, err := readDirState(l.dir)
-	if err != nil {
-		return 0, l.errorf("segments: %w", err)
-	}
-	n, _, err := l.segmentsBefore(st.segments, index)
-	return n, err
-}
 
 // Close syncs and closes the log, and leaves the clean-close marker that
 // tells the next Open that nothing at the end can be a torn write. Closing
@@ -696,9 +391,9 @@ func (l *Log) Close() error {
 		l.wal = nil
 	}
 	if l.poisoned.Load() {
-		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition), l.forgetFailed())
+		errs = append(errs, restoreFiles(l.dir, l.lastBatch.Load(), l.opts.partition()), l.forgetFailed())
 	} else if len(errs) == 0 || errs[0] == nil {
-		m := cleanMarker{lastBatch: l.lastBatch.Load(), last: l.last.Load(), tailSize: l.tailSize}
+		m := cleanMarker{lastBatch: l.lastBatch.Load(), lastRecord: l.lastRecord.Load(), tailSize: l.tailSize}
 		errs = append(errs, writeCleanMarker(l.dir, m))
 	}
 	errs = append(errs, l.ring.close())
@@ -708,7 +403,7 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// errorf prefixes an error with the package and partition.
+// errorf prefixes an error with the package and the log's name.
 func (l *Log) errorf(format string, args ...any) error {
-	return fmt.Errorf("log: partition %d: "+format, append([]any{l.opts.Partition}, args...)...)
+	return fmt.Errorf("log: %s: "+format, append([]any{logName(l.opts.partition())}, args...)...)
 }

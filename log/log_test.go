@@ -428,7 +428,7 @@ func TestInterruptedTruncateFront(t *testing.T) {
 				}
 			}
 			front := segs[removed].index
-			if rep, err := Inspect(dir, testPartition, nil); err != nil || rep.FirstIndex != front || rep.LastIndex != 40 {
+			if rep, err := Inspect(dir, -1, nil); err != nil || rep.FirstIndex != front || rep.LastIndex != 40 {
 				t.Fatalf("Inspect = %+v, %v; want indexes %d-40", rep, err, front)
 			}
 			l := mustOpen(t, dir, opts)
@@ -484,7 +484,7 @@ func TestCutBack(t *testing.T) {
 			}
 		}
 		var got []record
-		rep, err := Inspect(dir, testPartition, collect(&got))
+		rep, err := Inspect(dir, -1, collect(&got))
 		if err != nil || rep.TornTailBytes != 0 || rep.LastIndex != last {
 			t.Fatalf("cutBack(%d): Inspect = %+v, %v", last, rep, err)
 		}

@@ -20,7 +20,7 @@ func (l *Log) poison(cause error) error {
 	l.poisoned.Store(true)
 	err := l.errorf("%w", cause)
 	l.logger.Error("log: write or sync failed, the handle is poisoned until it recovers",
-		"err", cause.Error(), "last_index", l.last.Load())
+		"err", cause.Error(), "last_index", l.lastRecord.Load())
 	if l.wal != nil {
 		if cerr := closeWAL(l.wal); cerr != nil {
 			l.logger.Warn("log: close of the failed wal handle", "err", cerr.Error())
@@ -29,7 +29,7 @@ func (l *Log) poison(cause error) error {
 	}
 	// Cut the segment whatever became of the ring: the failed batch may
 	// be whole in it, and wal.Close just synced it.
-	rerr := errors.Join(restoreFiles(l.dir, l.lastBatch.Load(), l.opts.Partition), l.forgetFailed())
+	rerr := errors.Join(restoreFiles(l.dir, l.lastBatch.Load(), l.opts.partition()), l.forgetFailed())
 	if rerr != nil {
 		l.logger.Warn("log: cut back after the failed write failed, will retry on recovery", "err", rerr.Error())
 	}
@@ -45,7 +45,7 @@ func (l *Log) forgetFailed() error {
 	if l.ring == nil {
 		return nil
 	}
-	return locate(l.ring.forget(), l.opts.Partition)
+	return locate(l.ring.forget(), l.opts.partition())
 }
 
 // Recover closes the wal handle, cuts the segment files back to the last
@@ -73,54 +73,54 @@ func (l *Log) recover() error {
 		}
 		l.wal = nil
 	}
-	last, lastBatch, first := l.last.Load(), l.lastBatch.Load(), l.first.Load()
-	if err := errors.Join(restoreFiles(l.dir, lastBatch, l.opts.Partition), l.forgetFailed()); err != nil {
+	lastRecord, lastBatch, firstRecord := l.lastRecord.Load(), l.lastBatch.Load(), l.firstRecord.Load()
+	if err := errors.Join(restoreFiles(l.dir, lastBatch, l.opts.partition()), l.forgetFailed()); err != nil {
 		return err
 	}
 	if err := l.openWAL(nil); err != nil {
 		return err
 	}
 	l.cycled = 0
-	if got, gotBatch := l.last.Load(), l.lastBatch.Load(); gotBatch != lastBatch || (got != last && lastBatch != 0) {
+	if got, gotBatch := l.lastRecord.Load(), l.lastBatch.Load(); gotBatch != lastBatch || (got != lastRecord && lastBatch != 0) {
 		// openWAL stored what it found; keep ours, and give up on this handle.
-		l.last.Store(last)
+		l.lastRecord.Store(lastRecord)
 		l.lastBatch.Store(lastBatch)
-		l.first.Store(first)
+		l.firstRecord.Store(firstRecord)
 		closeWAL(l.wal)
 		l.wal = nil
-		return fmt.Errorf("reopened with last index %d (entry %d), want %d (entry %d)", got, gotBatch, last, lastBatch)
+		return fmt.Errorf("reopened with lastRecord index %d (entry %d), want %d (entry %d)", got, gotBatch, lastRecord, lastBatch)
 	}
 	l.poisoned.Store(false)
 	if wasPoisoned {
-		l.logger.Info("log: recovered after a failed write", "last_index", last)
+		l.logger.Info("log: recovered after a failed write", "last_index", lastRecord)
 	}
 	return nil
 }
 
 // restoreFiles finishes an interrupted truncation and cuts the segment
-// files back to the wal entry at index last.
-func restoreFiles(dir string, last uint64, partition int) error {
+// files back to the batch at wal index lastBatch.
+func restoreFiles(dir string, lastBatch uint64, partition int) error {
 	if _, err := finishTruncation(dir); err != nil {
 		return locate(err, partition)
 	}
-	return cutBack(dir, last, partition)
+	return cutBack(dir, lastBatch, partition)
 }
 
-// cutBack removes every byte written after the wal entry at index last: the
-// segment files that start after last+1, and the end of the file holding
-// last. It parses the files rather than trusting wal's memory. An empty
-// segment starting at last+1 is kept (wal reads it as "last index is
-// last"). The directory and the cut file are synced. (A crash between
+// cutBack removes every byte written after the batch at wal index
+// lastBatch: the segment files that start after lastBatch+1, and the end
+// of the file holding it. It parses the files rather than trusting wal's memory. An empty
+// segment starting at lastBatch+1 is kept (wal reads it as "last index
+// is lastBatch"). The directory and the cut file are synced. (A crash between
 // the two can leave whole entries of the failed batch in the older
 // segment; nothing can order a remove and a truncate atomically.)
-func cutBack(dir string, last uint64, partition int) error {
+func cutBack(dir string, lastBatch uint64, partition int) error {
 	st, err := readDirState(dir)
 	if err != nil {
 		return locate(err, partition)
 	}
 	segs := st.segments
 	removed := false
-	for len(segs) > 0 && segs[len(segs)-1].index > last+1 {
+	for len(segs) > 0 && segs[len(segs)-1].index > lastBatch+1 {
 		if err := os.Remove(segs[len(segs)-1].path); err != nil {
 			return locate(err, partition)
 		}
@@ -132,30 +132,31 @@ func cutBack(dir string, last uint64, partition int) error {
 		}
 	}
 	if len(segs) == 0 {
-		if last > 0 {
-			return &CorruptError{Partition: partition, Segment: segmentName(last), Index: last, Err: errMissing}
+		if lastBatch > 0 {
+			return &CorruptError{Partition: partition, File: segmentName(lastBatch), Batch: lastBatch, Err: errMissing}
 		}
 		return nil // wal.Open creates the first segment
 	}
-	return cutSegment(segs[len(segs)-1], last, partition)
+	return cutSegment(segs[len(segs)-1], lastBatch, partition)
 }
 
-// cutSegment truncates the segment to end with the entry at index last
-// (to nothing if it starts at last+1), checking every entry it keeps.
-func cutSegment(seg segmentFile, last uint64, partition int) error {
+// cutSegment truncates the segment to end with the batch at wal index
+// lastBatch (to nothing if it starts at lastBatch+1), checking every
+// entry it keeps.
+func cutSegment(seg segmentFile, lastBatch uint64, partition int) error {
 	data, err := readSegment(seg.path, nil)
 	if err != nil {
 		return locate(err, partition)
 	}
 	var size int
-	if seg.index <= last {
-		res, _ := scanEntries(data, seg.index, partition, 0, math.MaxUint64, last, nil)
-		if want := last - seg.index + 1; uint64(res.entries) != want {
+	if seg.index <= lastBatch {
+		res, _ := scanEntries(data, seg.index, partition, 0, 0, math.MaxUint64, lastBatch, nil)
+		if want := lastBatch - seg.index + 1; uint64(res.entries) != want {
 			why := res.bad
 			if why == nil {
 				why = errMissing
 			}
-			return &CorruptError{Partition: partition, Segment: seg.name(), Index: seg.index + uint64(res.entries), Offset: int64(res.end), Err: why}
+			return &CorruptError{Partition: partition, File: seg.name(), Batch: seg.index + uint64(res.entries), Offset: int64(res.end), Err: why}
 		}
 		size = res.end
 	}
@@ -174,7 +175,7 @@ func cutSegment(seg segmentFile, last uint64, partition int) error {
 		err = cerr
 	}
 	if err != nil {
-		return locate(fmt.Errorf("cut %s back to index %d: %w", filepath.Base(seg.path), last, err), partition)
+		return locate(fmt.Errorf("cut %s back to index %d: %w", filepath.Base(seg.path), lastBatch, err), partition)
 	}
 	return nil
 }

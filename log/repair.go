@@ -17,12 +17,12 @@ type tornTail struct {
 
 // dirInfo is a log directory after prepareDir.
 type dirInfo struct {
-	segs      []segmentFile
-	tailSize  int64  // size of the last segment
-	lastBatch uint64 // wal index of the last whole entry; 0 if none
-	first     uint64 // record index where the oldest batch starts; last+1 if none
-	empty     bool   // no batch at all
-	last      uint64 // record index of the last record; 0 if none
+	segs        []segmentFile
+	tailSize    int64  // size of the last segment
+	lastBatch   uint64 // wal index of the last whole entry; 0 if none
+	firstRecord uint64 // record index where the oldest batch starts; lastRecord+1 if none
+	empty       bool   // no batch at all
+	lastRecord  uint64 // record index of the last record; 0 if none
 }
 
 // prepareDir brings dir into the state wal.Open expects: an interrupted
@@ -44,20 +44,20 @@ func prepareDir(dir string, partition int, logger *slog.Logger, strict bool) (di
 		}
 		info.tailSize = int64(res.end)
 		info.lastBatch = tail.index + uint64(res.entries) - 1
-		info.last = res.last
+		info.lastRecord = res.last
 		// An empty tail: the last record is in an earlier segment.
-		for i := len(segs) - 2; info.last == 0 && i >= 0; i-- {
+		for i := len(segs) - 2; info.lastRecord == 0 && i >= 0; i-- {
 			data, err := readSegment(segs[i].path, nil)
 			if err != nil {
 				return info, locate(err, partition)
 			}
-			r, _ := scanEntries(data, segs[i].index, partition, 0, math.MaxUint64, math.MaxUint64, nil)
+			r, _ := scanEntries(data, segs[i].index, partition, 0, 0, math.MaxUint64, math.MaxUint64, nil)
 			if r.bad != nil {
-				return info, &CorruptError{Partition: partition, Segment: segs[i].name(), Index: segs[i].index + uint64(r.entries), Offset: int64(r.end), Err: r.bad}
+				return info, &CorruptError{Partition: partition, File: segs[i].name(), Batch: segs[i].index + uint64(r.entries), Offset: int64(r.end), Err: r.bad}
 			}
-			info.last = r.last
+			info.lastRecord = r.last
 		}
-		info.first, err = segmentFirstIndex(segs[0])
+		info.firstRecord, err = segmentFirstIndex(segs[0])
 		if err != nil {
 			return info, locate(err, partition)
 		}
@@ -66,12 +66,12 @@ func prepareDir(dir string, partition int, logger *slog.Logger, strict bool) (di
 				"segment", c.segment,
 				"offset", c.offset,
 				"dropped_bytes", c.dropped,
-				"last_whole_index", info.last,
+				"last_whole_index", info.lastRecord,
 				"reason", c.reason.Error())
 		}
 	}
-	if info.first == 0 {
-		info.first, info.empty = info.last+1, true
+	if info.firstRecord == 0 {
+		info.firstRecord, info.empty = info.lastRecord+1, true
 	}
 	if err := SyncDir(dir); err != nil {
 		return info, locate(err, partition)
@@ -104,12 +104,12 @@ func repairTail(seg segmentFile, partition int, logger *slog.Logger, strict bool
 	if err != nil {
 		return scanResult{}, locate(err, partition)
 	}
-	res, _ := scanEntries(data, seg.index, partition, 0, math.MaxUint64, math.MaxUint64, nil)
+	res, _ := scanEntries(data, seg.index, partition, 0, 0, math.MaxUint64, math.MaxUint64, nil)
 	if res.end < len(data) {
 		bad := &CorruptError{
 			Partition: partition,
-			Segment:   seg.name(),
-			Index:     seg.index + uint64(res.entries),
+			File:      seg.name(),
+			Batch:     seg.index + uint64(res.entries),
 			Offset:    int64(res.end),
 			Err:       res.bad,
 		}
@@ -132,8 +132,8 @@ func repairTail(seg segmentFile, partition int, logger *slog.Logger, strict bool
 	return res, nil
 }
 
-// locate adds the partition to an error (nil stays nil): to a
-// *CorruptError as a field, to any other as a prefix.
+// locate adds the log's partition (-1: the journal) to an error (nil
+// stays nil): to a *CorruptError as a field, to any other as a prefix.
 func locate(err error, partition int) error {
 	if err == nil {
 		return nil
@@ -143,5 +143,5 @@ func locate(err error, partition int) error {
 		ce.Partition = partition
 		return err
 	}
-	return fmt.Errorf("log: partition %d: %w", partition, err)
+	return fmt.Errorf("log: %s: %w", logName(partition), err)
 }

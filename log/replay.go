@@ -19,14 +19,14 @@ func (l *Log) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil replay function", ErrInvalid)
 	}
-	last, lastBatch := l.last.Load(), l.lastBatch.Load()
-	from = max(from, l.first.Load())
+	last, lastBatch := l.lastRecord.Load(), l.lastBatch.Load()
+	from = max(from, l.firstRecord.Load())
 	if from > last {
 		return nil
 	}
 	st, err := readDirState(l.dir)
 	if err != nil {
-		return locate(err, l.opts.Partition)
+		return locate(err, l.opts.partition())
 	}
 	segs := st.segments
 	// The segment holding from: the last one that starts at or before it.
@@ -34,14 +34,18 @@ func (l *Log) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 	for ; i >= 0; i-- {
 		first, err := segmentFirstIndex(segs[i])
 		if err != nil {
-			return locate(err, l.opts.Partition)
+			return locate(err, l.opts.partition())
 		}
 		if first != 0 && first <= from {
 			break
 		}
 	}
 	if i < 0 {
-		return l.corrupt(segmentName(from), from, 0, errMissing)
+		name := ""
+		if len(segs) > 0 {
+			name = segs[0].name()
+		}
+		return &CorruptError{Partition: l.opts.partition(), File: name, Record: from, Err: errMissing}
 	}
 	next := segs[i].index // wal index expected next
 	var prevLast uint64
@@ -54,7 +58,7 @@ func (l *Log) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 		if err != nil {
 			return l.errorf("replay: %w", err)
 		}
-		res, err := scanEntries(data, s.index, l.opts.Partition, prevLast, from, lastBatch, fn)
+		res, err := scanEntries(data, s.index, l.opts.partition(), 0, prevLast, from, lastBatch, fn)
 		if err != nil {
 			return err
 		}
@@ -79,6 +83,8 @@ func (l *Log) Replay(from uint64, fn func(index uint64, e Entry) error) error {
 	return nil
 }
 
-func (l *Log) corrupt(segment string, index uint64, offset int, why error) error {
-	return &CorruptError{Partition: l.opts.Partition, Segment: segment, Index: index, Offset: int64(offset), Err: why}
+// corrupt returns the CorruptError of damage at wal index batch of a
+// segment.
+func (l *Log) corrupt(segment string, batch uint64, offset int, why error) error {
+	return &CorruptError{Partition: l.opts.partition(), File: segment, Batch: batch, Offset: int64(offset), Err: why}
 }

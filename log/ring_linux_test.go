@@ -57,7 +57,7 @@ func TestRingDamagedRecordThenPowerCut(t *testing.T) {
 	// the 31st batch of the lap on never reached the disk.
 	st.damageTail(t, st.starts[st.lap.first-st.tail.index+30], -1)
 
-	rep, ierr := Inspect(st.dir, testPartition, nil)
+	rep, ierr := Inspect(st.dir, -1, nil)
 	l, oerr := Open(st.dir, opts)
 	if oerr == nil {
 		got := replayAll(t, l, 0)
@@ -67,7 +67,7 @@ func TestRingDamagedRecordThenPowerCut(t *testing.T) {
 		return
 	}
 	var ce *CorruptError
-	if !errors.As(oerr, &ce) || ce.Segment != ringName {
+	if !errors.As(oerr, &ce) || ce.File != ringName {
 		t.Fatalf("Open: %v, want a CorruptError naming RING", oerr)
 	}
 }
@@ -106,7 +106,7 @@ func TestInspectChecksCleanTailSize(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, ierr := Inspect(dir, testPartition, nil)
+			_, ierr := Inspect(dir, -1, nil)
 			_, oerr := Open(dir, opts)
 			if ierr == nil || oerr == nil {
 				t.Errorf("Inspect (offsetd verify): %v\nOpen: %v", ierr, oerr)
@@ -160,7 +160,7 @@ func TestRingFailedBatchCutWhenForgetFails(t *testing.T) {
 			if how == "kill" {
 				l.Close()
 			}
-			rep, ierr := Inspect(crashed, testPartition, nil)
+			rep, ierr := Inspect(crashed, -1, nil)
 			c := mustOpen(t, crashed, opts)
 			got := replayAll(t, c, 0)
 			mustClose(t, c)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -106,7 +107,7 @@ func TestRingRestoresWhatTheSegmentLost(t *testing.T) {
 			from, to := tt.damage(st)
 			st.damageTail(t, from, to)
 			var inspected []record
-			rep, err := Inspect(st.dir, testPartition, collect(&inspected))
+			rep, err := Inspect(st.dir, -1, collect(&inspected))
 			if err != nil || rep.LastIndex != st.want[len(st.want)-1].Index {
 				t.Fatalf("Inspect = %+v, %v", rep, err)
 			}
@@ -177,11 +178,11 @@ func TestRingRefusesWhatItCannotExplain(t *testing.T) {
 func checkCorrupt(t *testing.T, dir string, opts Options, file string, why error) {
 	t.Helper()
 	before := mustReadFile(t, filepath.Join(dir, ringName))
-	_, ierr := Inspect(dir, testPartition, nil)
+	_, ierr := Inspect(dir, -1, nil)
 	_, oerr := Open(dir, opts)
 	for _, err := range []error{ierr, oerr} {
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Segment != file || !errors.Is(err, why) {
+		if !errors.As(err, &ce) || ce.File != file || !errors.Is(err, why) {
 			t.Fatalf("Inspect: %v; Open: %v; want a CorruptError in %s: %v", ierr, oerr, file, why)
 		}
 	}
@@ -204,7 +205,7 @@ func TestRingForgetsAFailedWrite(t *testing.T) {
 	// The next batch reaches the segment and the ring, and then the
 	// ring's fdatasync "fails": put leaves its place as it was.
 	failed := testEntries(100, 3)
-	l.buf = appendBatchFrame(l.buf[:0], l.LastIndex()+1, failed)
+	l.buf = appendBatchFrame(l.buf[:0], l.opts.journalTag(), l.LastIndex()+1, failed)
 	if err := l.wal.Write(acked+1, l.buf); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestRingDamageInAClosedSegment(t *testing.T) {
 		t.Fatalf("segments %v, lap %d-%d: want a lap in the closed segment", segmentStarts(segs), lap.first, lap.lastBatch())
 	}
 	data := mustReadFile(t, closed.path)
-	res, _ := scanEntries(data, closed.index, testPartition, 0, 0, lap.first+1, nil)
+	res, _ := scanEntries(data, closed.index, testPartition, 0, 0, 0, lap.first+1, nil)
 	clear(data[res.end-100 : res.end-84]) // inside the lap's second batch
 	if err := os.WriteFile(closed.path, data, 0o640); err != nil {
 		t.Fatal(err)
@@ -338,4 +339,66 @@ func TestRingOfAnotherJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCorrupt(t, st.dir, opts, ringName, errRingDiffers)
+}
+
+// FuzzReadLap feeds arbitrary bytes as a sync ring file: readLap never
+// panics, and the lap it finds holds whole frames of consecutive wal
+// indexes that start at byte 0 and are written back exactly as a ring
+// would write them, with a stray record (if any) past them.
+func FuzzReadLap(f *testing.F) {
+	dir := f.TempDir()
+	r, _, err := openRing(dir, 4096)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range 3 {
+		if err := r.put(uint64(5+i), appendBatchFrame(nil, 0, uint64(10+i), testEntries(i, 1))); err != nil {
+			f.Fatal(err)
+		}
+	}
+	r.close()
+	f.Add(mustReadFile(f, filepath.Join(dir, ringName)))
+	f.Add(make([]byte, 64))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lap := readLap(data)
+		if len(lap.frames) == 0 {
+			if lap.stray != -1 {
+				t.Fatalf("no lap, but a stray record at %d", lap.stray)
+			}
+			return
+		}
+		if lap.first == 0 {
+			t.Fatal("a lap of wal index 0")
+		}
+		pos := 0
+		for _, fr := range lap.frames {
+			if len(fr) < minFrameSize {
+				t.Fatalf("a frame of %d bytes", len(fr))
+			}
+			pos += ringHeader + len(fr)
+		}
+		if pos > len(data) {
+			t.Fatalf("the lap's records take %d bytes of %d", pos, len(data))
+		}
+		if lap.stray != -1 && (lap.stray < int64(pos) || lap.stray >= int64(len(data))) {
+			t.Fatalf("stray record at %d, the lap ends at %d of %d", lap.stray, pos, len(data))
+		}
+		// The same frames, written as a ring writes them with the lap's
+		// nonce, are the bytes the lap was read from.
+		nonce := binary.LittleEndian.Uint64(data[4:])
+		var re []byte
+		for i, fr := range lap.frames {
+			rec := binary.LittleEndian.AppendUint32(nil, 0)
+			rec = binary.LittleEndian.AppendUint64(rec, nonce)
+			rec = binary.LittleEndian.AppendUint64(rec, lap.first+uint64(i))
+			rec = binary.LittleEndian.AppendUint32(rec, uint32(len(fr)))
+			rec = append(rec, fr...)
+			binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli))
+			re = append(re, rec...)
+		}
+		if !bytes.Equal(re, data[:pos]) {
+			t.Fatal("the lap's records do not re-encode as the bytes they were read from")
+		}
+	})
 }

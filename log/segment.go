@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
 
 // segmentFile is one segment of the log: a file named %020d of the index of
@@ -22,118 +20,6 @@ type segmentFile struct {
 func (s segmentFile) name() string { return filepath.Base(s.path) }
 
 func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
-
-// dirState is a log directory as wal.Open sees it. wal truncates through
-// temporary files (a .TEMP written and synced, renamed to .START or .END,
-// older segments removed, then renamed to the plain name) and wal.Open
-// finishes a truncation that a crash interrupted. This package no longer
-// truncates through wal, but a directory written by an older version may
-// hold such files. dirState mirrors that logic of wal v1.2.1 (Log.load), so
-// that tail repair and Inspect look at the file that will really be the
-// last segment.
-type dirState struct {
-	segments  []segmentFile // the segments once the truncation is finished, in index order, at their current paths
-	remove    []string      // paths that finishing deletes
-	renames   [][2]string   // old path, new path
-	leftovers []string      // names of .START, .END and .TEMP files
-}
-
-// readDirState lists dir without changing it.
-func readDirState(dir string) (dirState, error) {
-	var st dirState
-	des, err := os.ReadDir(dir) // sorted by name, so by index
-	if err != nil {
-		return st, err
-	}
-	start, end := -1, -1
-	for _, de := range des {
-		name := de.Name()
-		if de.IsDir() || len(name) < 20 {
-			continue
-		}
-		index, err := strconv.ParseUint(name[:20], 10, 64)
-		if err != nil || index == 0 {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		switch suffix := name[20:]; {
-		case suffix == "":
-		case suffix == ".START":
-			start = len(st.segments)
-		case suffix == ".END":
-			if end == -1 {
-				end = len(st.segments)
-			}
-		case strings.HasSuffix(suffix, ".TEMP"):
-			// A truncation crashed before its rename: never referenced.
-			st.leftovers = append(st.leftovers, name)
-			st.remove = append(st.remove, path)
-			continue
-		default:
-			continue
-		}
-		if len(name) > 20 {
-			st.leftovers = append(st.leftovers, name)
-		}
-		st.segments = append(st.segments, segmentFile{index: index, path: path})
-	}
-	if start != -1 && end != -1 {
-		return st, &CorruptError{Segment: st.segments[start].name(), Index: st.segments[start].index, Err: errTruncation}
-	}
-	if start != -1 {
-		// TruncateFront crashed: the START file is the new first segment.
-		for _, s := range st.segments[:start] {
-			st.remove = append(st.remove, s.path)
-		}
-		st.segments = st.segments[start:]
-		st.rename(dir, 0)
-	}
-	if end != -1 {
-		// TruncateBack crashed: the END file is the new last segment.
-		for _, s := range st.segments[end+1:] {
-			st.remove = append(st.remove, s.path)
-		}
-		st.segments = st.segments[:end+1]
-		if n := len(st.segments); n > 1 && st.segments[n-2].index == st.segments[n-1].index {
-			// The END file replaces the segment of the same name.
-			st.segments = append(st.segments[:n-2], st.segments[n-1])
-		}
-		st.rename(dir, len(st.segments)-1)
-	}
-	return st, nil
-}
-
-func (st *dirState) rename(dir string, i int) {
-	s := st.segments[i]
-	st.renames = append(st.renames, [2]string{s.path, filepath.Join(dir, segmentName(s.index))})
-}
-
-// finishTruncation does what wal.Open would do to an interrupted
-// truncation, syncs the directory if that changed anything, and returns the
-// segments.
-func finishTruncation(dir string) ([]segmentFile, error) {
-	st, err := readDirState(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(st.remove) == 0 && len(st.renames) == 0 {
-		return st.segments, nil
-	}
-	for _, p := range st.remove {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-	}
-	for _, r := range st.renames {
-		if err := os.Rename(r[0], r[1]); err != nil {
-			return nil, err
-		}
-	}
-	for i := range st.segments {
-		st.segments[i].path = filepath.Join(dir, segmentName(st.segments[i].index))
-	}
-	return st.segments, SyncDir(dir)
-}
 
 // readSegment reads a whole segment file into buf, growing it if needed.
 func readSegment(path string, buf []byte) ([]byte, error) {
@@ -174,10 +60,24 @@ type scanResult struct {
 // wal index start, up to wal index through. It checks every frame and the
 // records in it, and that record indexes go up: past prevLast, the last
 // record index before the segment (0 if unknown), and from one entry to the
-// next. It calls fn (if not nil) for every record with index >= from; a
+// next; a batch of records starts right after the last record before it.
+// A batch that carries a journal tag must carry tag, unless tag is 0. It calls fn (if not nil) for every record with index >= from; a
 // format-1 frame is one record of the given partition. An error from fn
 // stops the scan and is returned as is.
-func scanEntries(data []byte, start uint64, partition int, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
+func scanEntries(data []byte, start uint64, partition int, tag uint64, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
+	return scan(data, start, partition, tag, prevLast, from, through, fn, false)
+}
+
+// scanHeaders is scanEntries without fn that reads each batch's header
+// only: every checksum, tag and index is checked, but not that a batch's
+// records fill it (which only a writer's bug breaks, and Replay finds). It
+// is Open's plan's, which Replay follows before anything is written.
+func scanHeaders(data []byte, start uint64, partition int, tag uint64, prevLast, through uint64) scanResult {
+	res, _ := scan(data, start, partition, tag, prevLast, 0, through, nil, true)
+	return res
+}
+
+func scan(data []byte, start uint64, partition int, tag uint64, prevLast, from, through uint64, fn func(index uint64, e Entry) error, headersOnly bool) (scanResult, error) {
 	res := scanResult{}
 	pos, index := 0, start
 	last := prevLast
@@ -213,14 +113,30 @@ func scanEntries(data []byte, start uint64, partition int, prevLast, from, throu
 		if err != nil {
 			return stop(err)
 		}
-		first, firstErr := frameFirstIndex(f, index)
-		if firstErr != nil {
-			return stop(firstErr)
+		if f.version == frameRecord && partition < 0 {
+			return stop(errFrameVersion) // the journal holds batches only
+		}
+		first, count, spanErr := frameSpan(f, index)
+		if spanErr != nil {
+			return stop(spanErr)
+		}
+		if tag != 0 && f.typ == taggedBatchType {
+			if got, _, _ := batchBody(f); got != tag {
+				return stop(errForeignBatch)
+			}
 		}
 		if first <= last {
 			return stop(errIndexOrder)
 		}
-		lo, hi, err := frameRecords(f, index, partition, cb)
+		if count > 0 && last != 0 && first != last+1 {
+			// Records are contiguous; only a batch of none (SkipTo's)
+			// moves the next index on.
+			return stop(errIndexGap)
+		}
+		lo, hi := first, first+count-1
+		if !headersOnly {
+			lo, hi, err = frameRecords(f, index, partition, cb)
+		}
 		if err != nil {
 			if isCorruption(err) && lo == 0 {
 				return stop(err)
@@ -269,7 +185,7 @@ func findFrame(data []byte, from int, after uint64) int {
 			continue
 		}
 		if f.version == frameBatch {
-			if first, _, _, err := batchHeader(f.payload); err != nil || first <= after {
+			if first, _, err := frameSpan(f, 0); err != nil || first <= after {
 				continue
 			}
 		}
@@ -336,17 +252,24 @@ func segmentFirstIndex(seg segmentFile) (uint64, error) {
 	}
 	_, w := binary.Uvarint(b[:n])
 	if w <= 0 || n < w+frameHeader {
-		return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errEntryLength}
+		return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errEntryLength}
 	}
 	switch b[w] {
 	case frameRecord:
 		return seg.index, nil
 	case frameBatch:
-		first, m := binary.Uvarint(b[w+frameHeader : n])
+		at := w + frameHeader
+		if b[w+1] == taggedBatchType {
+			at += batchTagSize
+		}
+		if at >= n {
+			return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errBatchBody}
+		}
+		first, m := binary.Uvarint(b[at:n])
 		if m <= 0 || first == 0 {
-			return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errBatchBody}
+			return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errBatchBody}
 		}
 		return first, nil
 	}
-	return 0, &CorruptError{Segment: seg.name(), Index: seg.index, Err: errFrameVersion}
+	return 0, &CorruptError{File: seg.name(), Batch: seg.index, Err: errFrameVersion}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,11 +20,9 @@ import (
 // Snapshot files hold a partition's live state as of a record index of the
 // journal, so that a restart replays only the journal after it. Each
 // partition has a directory of them, named snap.%020d of the index they
-// cover, in the record frames of the log:
-//
-//	header:  | "OFFSNAP" | version 1 | index uint64 LE | crc32c of the 16 bytes before, LE |
-//	entries: | uvarint(len(frame)) | frame |  ...       (frames as in the segments)
-//	footer:  | uvarint 0 | count uint64 LE | crc32c of count, LE |
+// cover; log/doc.go draws the format. The header of version 2 names the
+// snapshot's owner (SnapshotOwner), which Read checks; version 1 named
+// none, and is still read.
 //
 // A snapshot is written to a temporary file, snap.%020d.N.tmp, fsynced,
 // renamed and the directory fsynced, so a crash leaves a whole snapshot or
@@ -33,7 +32,8 @@ const (
 	snapPrefix  = "snap."
 	snapTemp    = ".tmp"
 	snapMagic   = "OFFSNAP"
-	snapVersion = 1
+	snapVersion = 1 // a header naming no owner, read only
+	snapOwned   = 2 // a header naming its owner
 	snapHeader  = len(snapMagic) + 1 + 8 + 4
 	snapFooter  = 8 + 4
 	// snapSyncEvery bounds the dirty bytes of a snapshot being written:
@@ -64,15 +64,46 @@ func SnapshotPath(dir string, index uint64) string { return filepath.Join(dir, s
 type Snapshots struct {
 	dir       string
 	partition int
+	owner     *SnapshotOwner // nil: write version 1 headers, check none
 }
 
+// SnapshotOwner says whose state a snapshot holds. Create writes it in the
+// file's header and Read refuses a file whose header names another owner
+// (errors.Is ErrSnapshotOwner and ErrCorrupt): a snapshot copied into
+// another partition's directory, or from another data directory, is never
+// loaded as that partition's state.
+type SnapshotOwner struct {
+	Partition  int    // the internal partition whose state it is
+	Partitions int    // of how many
+	Hash       string // the hash that places keys in partitions
+	Dir        string // the identifier of the data directory (at most 255 bytes)
+}
+
+func (o SnapshotOwner) String() string {
+	return fmt.Sprintf("partition %d of %d (hash %s) of data directory %s", o.Partition, o.Partitions, o.Hash, o.Dir)
+}
+
+// ErrSnapshotOwner marks a snapshot whose header names another owner.
+var ErrSnapshotOwner = errors.New("log: snapshot of another partition or data directory")
+
 // OpenSnapshots returns the snapshots of partition in dir, creating dir
-// (durably) if needed.
+// (durably) if needed. Their headers name no owner.
 func OpenSnapshots(dir string, partition int) (*Snapshots, error) {
 	if err := MakeDir(dir, SyncDir); err != nil {
 		return nil, fmt.Errorf("log: partition %d: snapshots: %w", partition, err)
 	}
 	return &Snapshots{dir: dir, partition: partition}, nil
+}
+
+// NewSnapshots returns the snapshots of owner's partition in dir, without
+// creating dir: until the first Create, which makes it, a missing dir
+// holds none. Create names owner in every header, and Read refuses a
+// snapshot whose header names another.
+func NewSnapshots(dir string, owner SnapshotOwner) (*Snapshots, error) {
+	if len(owner.Hash) > 255 || len(owner.Dir) > 255 || owner.Partition < 0 || owner.Partitions <= owner.Partition {
+		return nil, fmt.Errorf("%w: snapshot owner %v", ErrInvalid, owner)
+	}
+	return &Snapshots{dir: dir, partition: owner.Partition, owner: &owner}, nil
 }
 
 // Dir returns the snapshots' directory.
@@ -129,22 +160,85 @@ func (l *Snapshots) Create(index uint64) (*SnapshotWriter, error) {
 	}
 	writing.files[filepath.Base(tmp)] = true
 	writing.Unlock()
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	var f *os.File
+	_, err := os.Stat(l.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = MakeDir(l.dir, SyncDir)
+	}
+	if err == nil {
+		f, err = os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	}
 	if err != nil {
 		forget(tmp)
 		return nil, fmt.Errorf("log: partition %d: snapshot %d: %w", l.partition, index, err)
 	}
 	w := &SnapshotWriter{start: time.Now(), dir: l.dir, tmp: tmp, final: final, partition: l.partition, f: f, w: bufio.NewWriterSize(f, snapWriteBuffer)}
-	var h [snapHeader]byte
-	copy(h[:], snapMagic)
-	h[len(snapMagic)] = snapVersion
-	binary.LittleEndian.PutUint64(h[len(snapMagic)+1:], index)
-	binary.LittleEndian.PutUint32(h[snapHeader-4:], crc32.Checksum(h[:snapHeader-4], castagnoli))
-	if err := w.write(h[:]); err != nil {
+	if err := w.write(appendSnapHeader(nil, index, l.owner)); err != nil {
 		w.Abort()
 		return nil, err
 	}
 	return w, nil
+}
+
+// appendSnapHeader appends the header of a snapshot of index: of version
+// 2 naming owner, or of version 1 if owner is nil.
+func appendSnapHeader(b []byte, index uint64, owner *SnapshotOwner) []byte {
+	start := len(b)
+	b = append(b, snapMagic...)
+	if owner == nil {
+		b = append(b, snapVersion)
+		b = binary.LittleEndian.AppendUint64(b, index)
+		return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+	}
+	b = append(b, snapOwned)
+	b = binary.LittleEndian.AppendUint64(b, index)
+	b = binary.LittleEndian.AppendUint32(b, uint32(owner.Partition))
+	b = binary.LittleEndian.AppendUint32(b, uint32(owner.Partitions))
+	b = append(b, byte(len(owner.Hash)))
+	b = append(b, owner.Hash...)
+	b = append(b, byte(len(owner.Dir)))
+	b = append(b, owner.Dir...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+}
+
+// readSnapHeader reads a snapshot's header from r and returns the index it
+// covers, its owner (nil for version 1) and its length.
+func readSnapHeader(r *bufio.Reader) (index uint64, owner *SnapshotOwner, n int64, err error) {
+	b := make([]byte, snapHeader, snapHeader+8+2+2*255+4)
+	if _, err := io.ReadFull(r, b); err != nil || string(b[:len(snapMagic)]) != snapMagic {
+		return 0, nil, 0, errSnapHeader
+	}
+	version := b[len(snapMagic)]
+	index = binary.LittleEndian.Uint64(b[len(snapMagic)+1:])
+	sum := func(b []byte) bool {
+		n := len(b) - 4
+		return crc32.Checksum(b[:n], castagnoli) == binary.LittleEndian.Uint32(b[n:])
+	}
+	switch version {
+	case snapVersion:
+		if !sum(b) {
+			return 0, nil, 0, errSnapHeader
+		}
+		return index, nil, int64(len(b)), nil
+	case snapOwned:
+	default:
+		return 0, nil, 0, errSnapHeader
+	}
+	// read appends k more bytes of the header to b.
+	read := func(k int) bool {
+		_, err := io.ReadFull(r, b[len(b):len(b)+k])
+		b = b[:len(b)+k]
+		return err == nil
+	}
+	p := len(snapMagic) + 1 + 8 // where the owner starts: partition, partitions
+	if !read(4+1) || !read(int(b[len(b)-1])+1) || !read(int(b[len(b)-1])+4) || !sum(b) {
+		return 0, nil, 0, errSnapHeader
+	}
+	o := SnapshotOwner{Partition: int(binary.LittleEndian.Uint32(b[p:])), Partitions: int(binary.LittleEndian.Uint32(b[p+4:]))}
+	hl := int(b[p+8])
+	o.Hash = string(b[p+9 : p+9+hl])
+	o.Dir = string(b[p+9+hl+1 : len(b)-4])
+	return index, &o, int64(len(b)), nil
 }
 
 func (w *SnapshotWriter) write(b []byte) error {
@@ -239,7 +333,14 @@ func forget(tmp string) {
 }
 
 // List returns the indexes of the snapshot files, newest first.
-func (l *Snapshots) List() ([]uint64, error) { return ListSnapshots(l.dir) }
+// A directory that does not exist holds none.
+func (l *Snapshots) List() ([]uint64, error) {
+	list, err := ListSnapshots(l.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return list, err
+}
 
 // ListSnapshots returns the indexes of the snapshot files in a log
 // directory, newest first.
@@ -266,98 +367,139 @@ func ListSnapshots(dir string) ([]uint64, error) {
 // Read calls fn for every record of the snapshot covering index, in the
 // order they were added, after checking each record's checksum. Damage
 // anywhere, a missing footer included, is an ErrCorrupt error naming the
-// partition and file. payload is valid only during fn.
+// partition and file; so is a header that names another owner than
+// NewSnapshots was given (errors.Is ErrSnapshotOwner too), before fn sees
+// any record. payload is valid only during fn.
 func (l *Snapshots) Read(index uint64, fn func(typ byte, payload []byte) error) error {
 	name := snapshotName(index)
-	covers, err := readSnapshot(filepath.Join(l.dir, name), l.partition, fn)
+	covers, _, err := readSnapshot(filepath.Join(l.dir, name), l.partition, func(owner *SnapshotOwner) error {
+		return l.checkOwner(name, index, owner)
+	}, fn)
 	if err == nil && covers != index {
-		return &CorruptError{Partition: l.partition, Segment: name, Index: covers, Err: errSnapHeader}
+		return &CorruptError{Partition: l.partition, File: name, Record: covers, Err: errSnapHeader}
 	}
 	return err
 }
 
+// CheckOwner reads the header of the snapshot covering index and returns
+// an error if it is damaged or names another owner (errors.Is
+// ErrSnapshotOwner), as Read would before the first record.
+func (l *Snapshots) CheckOwner(index uint64) error {
+	name := snapshotName(index)
+	f, err := os.Open(filepath.Join(l.dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	covers, owner, _, err := readSnapHeader(bufio.NewReader(f))
+	if err != nil || covers != index {
+		return &CorruptError{Partition: l.partition, File: name, Record: covers, Err: errSnapHeader}
+	}
+	return l.checkOwner(name, index, owner)
+}
+
+// checkOwner returns an error if owner, what the header of snapshot file
+// name names, is not the owner l was given.
+func (l *Snapshots) checkOwner(name string, index uint64, owner *SnapshotOwner) error {
+	if l.owner == nil || owner == nil || *owner == *l.owner {
+		return nil
+	}
+	return &CorruptError{Partition: l.partition, File: name, Record: index,
+		Err: fmt.Errorf("%w (%w): its header names %v, this is %v", errSnapOwner, ErrSnapshotOwner, *owner, *l.owner)}
+}
+
 // ReadSnapshotFile reads a snapshot file as ReadSnapshot does, for tools
 // that inspect a data directory, and returns the index it covers and its
-// record count.
+// record count. It checks no owner.
 func ReadSnapshotFile(path string, fn func(typ byte, payload []byte) error) (index uint64, records int, err error) {
+	index, _, records, err = ReadSnapshotFileOwner(path, fn)
+	return index, records, err
+}
+
+// ReadSnapshotFileOwner is ReadSnapshotFile that also returns the owner
+// the file's header names (nil for a header of version 1, which names
+// none).
+func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error) (index uint64, owner *SnapshotOwner, records int, err error) {
 	var n int
-	index, err = readSnapshot(path, -1, func(typ byte, payload []byte) error {
+	index, owner, err = readSnapshot(path, -1, nil, func(typ byte, payload []byte) error {
 		n++
 		if fn != nil {
 			return fn(typ, payload)
 		}
 		return nil
 	})
-	return index, n, err
+	return index, owner, n, err
 }
 
-func readSnapshot(path string, partition int, fn func(typ byte, payload []byte) error) (uint64, error) {
+// readSnapshot reads the snapshot file at path, calling fn for each
+// record, and returns the index it covers and the owner its header names.
+// If check is not nil, it judges the owner before fn is called.
+func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
 	name := filepath.Base(path)
 	bad := func(index uint64, off int64, why error) error {
-		return &CorruptError{Partition: partition, Segment: name, Index: index, Offset: off, Err: why}
+		return &CorruptError{Partition: partition, File: name, Record: index, Offset: off, Err: why}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	fileSize := fi.Size()
 	r := bufio.NewReaderSize(f, 1<<20)
-	var h [snapHeader]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, bad(0, 0, errSnapHeader)
+	index, owner, off, err := readSnapHeader(r)
+	if err != nil {
+		return 0, nil, bad(0, 0, err)
 	}
-	if string(h[:len(snapMagic)]) != snapMagic || h[len(snapMagic)] != snapVersion ||
-		crc32.Checksum(h[:snapHeader-4], castagnoli) != binary.LittleEndian.Uint32(h[snapHeader-4:]) {
-		return 0, bad(0, 0, errSnapHeader)
+	if check != nil {
+		if err := check(owner); err != nil {
+			return index, owner, err
+		}
 	}
-	index := binary.LittleEndian.Uint64(h[len(snapMagic)+1:])
-	off := int64(snapHeader)
 	var buf []byte
 	for n := uint64(0); ; n++ {
 		size, err := binary.ReadUvarint(r)
 		if err != nil {
-			return index, bad(index, off, errSnapShort)
+			return index, owner, bad(index, off, errSnapShort)
 		}
 		if size == 0 {
 			var foot [snapFooter]byte
 			if _, err := io.ReadFull(r, foot[:]); err != nil {
-				return index, bad(index, off, errSnapShort)
+				return index, owner, bad(index, off, errSnapShort)
 			}
 			count := binary.LittleEndian.Uint64(foot[:8])
 			if crc32.Checksum(foot[:8], castagnoli) != binary.LittleEndian.Uint32(foot[8:]) || count != n {
-				return index, bad(index, off, errSnapFooter)
+				return index, owner, bad(index, off, errSnapFooter)
 			}
 			if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
-				return index, bad(index, off, errSnapFooter)
+				return index, owner, bad(index, off, errSnapFooter)
 			}
-			return index, nil
+			return index, owner, nil
 		}
 		if size < minFrameSize {
-			return index, bad(index, off, errEntryShort)
+			return index, owner, bad(index, off, errEntryShort)
 		}
 		if size > uint64(fileSize-off) {
 			// The length is not under the checksum: never trust it past
 			// the end of the file (a flipped bit would allocate gigabytes).
-			return index, bad(index, off, errSnapShort)
+			return index, owner, bad(index, off, errSnapShort)
 		}
 		buf = slices.Grow(buf[:0], int(size))[:size]
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return index, bad(index, off, errSnapShort)
+			return index, owner, bad(index, off, errSnapShort)
 		}
 		f, err := decodeFrame(buf)
 		if err == nil && f.version != frameRecord {
 			err = errFrameVersion
 		}
 		if err != nil {
-			return index, bad(index, off, err)
+			return index, owner, bad(index, off, err)
 		}
 		if err := fn(f.typ, f.payload); err != nil {
-			return index, err
+			return index, owner, err
 		}
 		off += int64(uvarintLen(size)) + int64(size)
 	}

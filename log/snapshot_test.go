@@ -1,8 +1,11 @@
 package log
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -104,7 +107,7 @@ func TestSnapshotDamage(t *testing.T) {
 		}
 		_, err := readAll(l, 5)
 		var ce *CorruptError
-		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Segment != snapshotName(5) || ce.Partition != testPartition {
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.File != snapshotName(5) || ce.Partition != testPartition {
 			t.Fatalf("%s: err = %v, want a CorruptError naming %s", what, err, snapshotName(5))
 		}
 	}
@@ -162,7 +165,7 @@ func TestSnapshotAbortAndLeftovers(t *testing.T) {
 	if lg.LastIndex() != 3 {
 		t.Fatalf("LastIndex = %d after reopen beside a snapshot", lg.LastIndex())
 	}
-	rep, err := Inspect(dir, testPartition, nil)
+	rep, err := Inspect(dir, -1, nil)
 	if err != nil || rep.Records != 3 {
 		t.Fatalf("Inspect beside a snapshot = %+v %v", rep, err)
 	}
@@ -260,4 +263,83 @@ func TestSnapshotHugeLength(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 		t.Fatalf("reading the damaged snapshot allocated %d bytes", grew)
 	}
+}
+
+// TestSnapshotOwner: a snapshot names its owner in its header; Read
+// refuses one whose header names another partition or data directory
+// before it hands over a record, and still reads a header of version 1,
+// which names none.
+func TestSnapshotOwner(t *testing.T) {
+	dir := t.TempDir()
+	sdir := filepath.Join(dir, "p3")
+	owner := SnapshotOwner{Partition: 3, Partitions: 8, Hash: "fnv1a", Dir: "0123456789abcdef"}
+	l, err := NewSnapshots(sdir, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, err := l.List(); err != nil || len(list) != 0 {
+		t.Fatalf("List of a directory not made yet = %v, %v", list, err)
+	}
+	if _, err := os.Stat(sdir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("NewSnapshots made its directory: %v", err)
+	}
+	writeSnapshot(t, l, 42, testEntries(0, 3))
+	if got, err := readAll(l, 42); err != nil || len(got) != 3 {
+		t.Fatalf("read back by its owner: %d records, %v", len(got), err)
+	}
+	if _, got, n, err := ReadSnapshotFileOwner(SnapshotPath(sdir, 42), nil); err != nil || got == nil || *got != owner || n != 3 {
+		t.Fatalf("ReadSnapshotFileOwner = %v, %d, %v; want %v", got, n, err, owner)
+	}
+	for _, other := range []SnapshotOwner{
+		{Partition: 4, Partitions: 8, Hash: "fnv1a", Dir: owner.Dir},
+		{Partition: 3, Partitions: 16, Hash: "fnv1a", Dir: owner.Dir},
+		{Partition: 3, Partitions: 8, Hash: "other", Dir: owner.Dir},
+		{Partition: 3, Partitions: 8, Hash: "fnv1a", Dir: "fedcba9876543210"},
+	} {
+		o, err := NewSnapshots(sdir, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		called := false
+		err = o.Read(42, func(byte, []byte) error { called = true; return nil })
+		var ce *CorruptError
+		if !errors.Is(err, ErrSnapshotOwner) || !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.File != snapshotName(42) || called {
+			t.Fatalf("Read as %v = %v (records seen: %v); want ErrSnapshotOwner naming %s", other, err, called, snapshotName(42))
+		}
+	}
+	v1, err := OpenSnapshots(sdir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSnapshot(t, v1, 7, testEntries(0, 2))
+	if got, err := readAll(l, 7); err != nil || len(got) != 2 {
+		t.Fatalf("a version-1 snapshot read by an owner: %d records, %v", len(got), err)
+	}
+	if _, got, _, err := ReadSnapshotFileOwner(SnapshotPath(sdir, 7), nil); err != nil || got != nil {
+		t.Fatalf("ReadSnapshotFileOwner of version 1 = %v, %v; want no owner", got, err)
+	}
+	if _, err := NewSnapshots(sdir, SnapshotOwner{Partition: 8, Partitions: 8}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NewSnapshots of partition 8 of 8: %v", err)
+	}
+}
+
+// FuzzSnapshotHeader feeds arbitrary bytes as a snapshot's header:
+// readSnapHeader never panics, and what it accepts is exactly what
+// appendSnapHeader writes for its result.
+func FuzzSnapshotHeader(f *testing.F) {
+	f.Add(appendSnapHeader(nil, 42, nil))
+	f.Add(appendSnapHeader(nil, 7, &SnapshotOwner{Partition: 3, Partitions: 8, Hash: "xxhash64", Dir: "0123456789abcdef"}))
+	f.Add([]byte(snapMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		index, owner, n, err := readSnapHeader(bufio.NewReader(bytes.NewReader(b)))
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		if re := appendSnapHeader(nil, index, owner); !bytes.Equal(re, b[:n]) {
+			t.Fatalf("accepted % x, which re-encodes as % x", b[:n], re)
+		}
+	})
 }

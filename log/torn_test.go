@@ -99,7 +99,7 @@ func TestTornMultiPageBatch(t *testing.T) {
 		}
 		_, err = Open(dir, testOptions(t, 1<<20))
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Segment != segmentName(1) || ce.Index != 6 {
+		if !errors.As(err, &ce) || ce.File != segmentName(1) || ce.Batch != 6 {
 			t.Fatalf("Open = %v, want a CorruptError at entry 6 of segment 1", err)
 		}
 	})
@@ -125,7 +125,7 @@ func TestDamageAfterCleanClose(t *testing.T) {
 		{"bit flip in the last batch", func(b []byte) []byte { b[len(b)-6] ^= 1; return b }, errAfterClean},
 		{"zeros past the end", func(b []byte) []byte { return append(b, make([]byte, 100)...) }, errAfterClean},
 		{"last batch removed whole", func(b []byte) []byte {
-			res, _ := scanEntries(b, 1, 0, 0, 0, 7, nil)
+			res, _ := scanEntries(b, 1, 0, 0, 0, 0, 7, nil)
 			return b[:res.end]
 		}, errCleanDiffers},
 	} {
@@ -139,7 +139,7 @@ func TestDamageAfterCleanClose(t *testing.T) {
 			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, tc.reason) {
 				t.Fatalf("Open = %v, want ErrCorrupt for %q", err, tc.reason)
 			}
-			if _, err := Inspect(dir, testPartition, nil); !errors.Is(err, ErrCorrupt) {
+			if _, err := Inspect(dir, -1, nil); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Inspect = %v, want ErrCorrupt", err)
 			}
 			// Without the marker (a crash) the same bytes are a torn tail

@@ -65,7 +65,7 @@ func TestWriteFailureChild(t *testing.T) {
 	// A batch of one entry of payloadSize, while indexes are below 128:
 	// uvarint length, frame header, first index, count, partition, type,
 	// payload length, payload, checksum.
-	entrySize := 1 + batchFrameSize(1, []Entry{{Payload: make([]byte, payloadSize)}})
+	entrySize := 1 + len(appendBatchFrame(nil, 0, 1, []Entry{{Payload: make([]byte, payloadSize)}}))
 	batchID := 0
 	payload := func(size int) []byte {
 		p := bytes.Repeat([]byte{'.'}, size)
@@ -120,7 +120,7 @@ func TestWriteFailureChild(t *testing.T) {
 	}
 	checkFiles := func(when string) {
 		t.Helper()
-		rep, err := Inspect(dir, testPartition, nil)
+		rep, err := Inspect(dir, -1, nil)
 		if err != nil || rep.TornTailBytes != 0 || rep.Records != len(want) || rep.LastIndex != want[len(want)-1].Index {
 			t.Fatalf("%s: Inspect = %+v, %v; want %d whole entries and nothing else", when, rep, err, len(want))
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/partitioner"
 )
@@ -127,4 +128,37 @@ func (s *Server) leaderError(err error) (e *apiError, addr string, ok bool) {
 		return errorf(http.StatusServiceUnavailable, codeNoLeader, "partition %d has no leader this node knows of; retry", nle.Partition), "", true
 	}
 	return errorf(http.StatusMisdirectedRequest, codeNotLeader, "partition %d is led by node %d at %s", nle.Partition, nle.Leader, addr), addr, true
+}
+
+// ClusterStats is a Cluster that also reports its Raft state (package
+// cluster's Node does): the Server then exports the offsetd_raft_* metrics,
+// serves GET /v1/cluster/status, fails /readyz while the node is not a
+// voter of the cluster, and refuses requests once it was removed.
+type ClusterStats interface {
+	Cluster
+	// ID returns the node's id.
+	ID() uint64
+	// Stats returns what the node knows of its groups and peers.
+	Stats() cluster.Stats
+	// Ready returns nil while the node is a voter of some partition, and
+	// otherwise why not: cluster.ErrNotAdded or cluster.ErrRemoved.
+	Ready() error
+}
+
+// clusterReady refuses a request on a node of a cluster that is no voter
+// of it: 410 node_removed once it was removed, 503 not_added while it
+// waits to be added. It returns nil elsewhere.
+func (s *Server) clusterReady() *apiError {
+	cs, ok := s.opts.Cluster.(ClusterStats)
+	if !ok {
+		return nil
+	}
+	err := cs.Ready()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, cluster.ErrRemoved):
+		return errorf(http.StatusGone, codeNodeRemoved, "%v", err)
+	}
+	return errorf(http.StatusServiceUnavailable, codeNotAdded, "%v", err)
 }

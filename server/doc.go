@@ -20,9 +20,10 @@
 //	if err != nil { ... }
 //	s, err := server.New(c, server.Options{Metrics: m})
 //	if err != nil { ... }
-//	hs := &http.Server{Addr: "127.0.0.1:7070", Handler: s}
-//	hs.RegisterOnShutdown(s.EndLongPolls) // end long polls at once
-//	go hs.ListenAndServe()
+//	hs := s.HTTPServer() // Options' timeouts; Shutdown ends long polls at once
+//	ln, err := net.Listen("tcp", "127.0.0.1:7070")
+//	if err != nil { ... }
+//	go hs.Serve(s.LimitListener(ln)) // at most Options.MaxConnections open
 //	...
 //	hs.Shutdown(ctx) // stop accepting, finish in-flight requests
 //	s.Close()        // free the response cache, no request in flight

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/statictopic"
 )
@@ -39,6 +40,8 @@ const (
 	codeNotCommitted     = "not_committed"      // 503: a cluster write lost to a change of leader, certainly not written
 	codeOutcomeUnknown   = "outcome_unknown"    // 503: a cluster write whose node lost the lead: maybe written, maybe not
 	codeInternal         = "internal"           // 500
+	codeNodeRemoved      = "node_removed"       // 410: a cluster node removed from the cluster: it serves nothing
+	codeNotAdded         = "not_added"          // 503: a cluster node not yet added to the cluster, or still a learner
 )
 
 // retryAfterSeconds is the Retry-After of a 503: partitions load and repair
@@ -92,7 +95,7 @@ func classify(err error) *apiError {
 		status, code = http.StatusConflict, codeSealedHistory
 	case errors.Is(err, statictopic.ErrTopicExists):
 		status, code = http.StatusConflict, codeTopicExists
-	case errors.Is(err, coordinator.ErrChangePending):
+	case errors.Is(err, cluster.ErrChangePending):
 		status, code = http.StatusConflict, codeChangePending
 	case errors.Is(err, statictopic.ErrOutOfRange):
 		status, code = http.StatusNotFound, codeOutOfRange

@@ -1,5 +1,7 @@
 package server
 
+import "net"
+
 // OnPollWait makes f be called each time a long poll starts waiting. Call
 // it before serving.
 func (s *Server) OnPollWait(f func()) { s.pollWaiting = f }
@@ -14,3 +16,6 @@ func Classify(err error) (int, string) {
 	e := classify(err)
 	return e.status, e.code
 }
+
+// OpenConnections is how many connections ln, from LimitListener, has open.
+func OpenConnections(ln net.Listener) int64 { return ln.(*limitListener).open.Load() }

@@ -18,9 +18,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz is GET /readyz: every partition has loaded, so every request can
-// be answered.
+// be answered; on a node of a cluster, the node is also a voter of the
+// cluster (not waiting to be added, nor removed).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if e := s.requireReady(); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.clusterReady(); e != nil {
+		e.status = http.StatusServiceUnavailable // a removed node's requests are 410, its /readyz as any other's
 		writeError(w, e)
 		return
 	}

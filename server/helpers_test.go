@@ -34,6 +34,9 @@ type envConfig struct {
 	tls    bool
 	// hook runs between creating the Server and serving it.
 	hook func(*server.Server)
+	// limits serves with the Server's own http.Server (its timeouts) on
+	// its LimitListener, as offsetd serve does.
+	limits bool
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -60,6 +63,10 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	}
 	e.ts = httptest.NewUnstartedServer(s)
 	e.ts.Config.RegisterOnShutdown(s.EndLongPolls)
+	if cfg.limits {
+		e.ts.Config = s.HTTPServer()
+		e.ts.Listener = s.LimitListener(e.ts.Listener)
+	}
 	e.ts.Config.ErrorLog = log.New(io.Discard, "", 0) // TLS handshakes the tests fail on purpose
 	if cfg.tls {
 		e.ts.StartTLS()

@@ -197,9 +197,9 @@ func (m *Metrics) ObserveSnapshot(partition int, bytes int64, took time.Duration
 	}
 }
 
-// ObserveTruncate records a log truncation after a snapshot; it
-// implements coordinator.MaintenanceObserver.
-func (m *Metrics) ObserveTruncate(partition int, took time.Duration, err error) {
+// ObserveTruncate records a truncation of the journal's front after a
+// snapshot; it implements coordinator.MaintenanceObserver.
+func (m *Metrics) ObserveTruncate(took time.Duration, err error) {
 	m.truncations.WithLabelValues(result(err)).Inc()
 }
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/cluster"
 )
 
 // ReplicaAdmin, set as Options.Replicas on a node of a cluster, shows and
@@ -13,11 +13,11 @@ import (
 // through Raft configuration changes).
 type ReplicaAdmin interface {
 	// Replicas returns partition's configuration as this node knows it.
-	Replicas(partition int) (coordinator.Replicas, error)
+	Replicas(partition int) (cluster.Replicas, error)
 	// ChangeReplicas makes the change on the partition's leader; elsewhere
 	// it fails with a *coordinator.NotLeaderError. A change under way
-	// makes it fail with coordinator.ErrChangePending.
-	ChangeReplicas(ctx context.Context, partition int, ch coordinator.ReplicaChange) error
+	// makes it fail with cluster.ErrChangePending.
+	ChangeReplicas(ctx context.Context, partition int, ch cluster.ReplicaChange) error
 }
 
 // replicasJSON is the JSON of a partition's configuration.
@@ -86,7 +86,7 @@ func (s *Server) changeReplicas(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := admin.ChangeReplicas(r.Context(), p, coordinator.ReplicaChange(ch)); err != nil {
+	if err := admin.ChangeReplicas(r.Context(), p, cluster.ReplicaChange(ch)); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -96,4 +96,76 @@ func (s *Server) changeReplicas(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, replicasJSON(rep))
+}
+
+// clusterStatusJSON is the body of GET /v1/cluster/status: the node's own
+// view of the cluster.
+type clusterStatusJSON struct {
+	Node uint64 `json:"node"`
+	// Membership is member, learner, joining or removed.
+	Membership string                `json:"membership"`
+	Peers      []peerStatusJSON      `json:"peers"`
+	Partitions []partitionStatusJSON `json:"partitions"`
+}
+
+// peerStatusJSON is another node as this one's transport sees it.
+type peerStatusJSON struct {
+	ID uint64 `json:"id"`
+	// Address is where the peer serves clients, if this node knows it.
+	Address   string `json:"address,omitempty"`
+	Reachable bool   `json:"reachable"`
+	Sent      uint64 `json:"messagesSent"`
+	Dropped   uint64 `json:"messagesDropped"`
+}
+
+// partitionStatusJSON is a partition's group as this node sees it.
+type partitionStatusJSON struct {
+	replicasJSON
+	Term    uint64 `json:"term"`
+	Commit  uint64 `json:"commit"`
+	Applied uint64 `json:"applied"`
+	// Followers, where this node leads, says how each replica fares.
+	Followers []followerJSON `json:"followers,omitempty"`
+}
+
+type followerJSON struct {
+	ID     uint64 `json:"id"`
+	Active bool   `json:"active"`
+	Match  uint64 `json:"match"`
+}
+
+// clusterStatus is GET /v1/cluster/status: this node's membership, how
+// its transport reaches every other node, and every partition's
+// configuration, leader, term, commit and applied index as it sees them,
+// with each follower's progress where it leads. The status of a cluster is
+// every node's answer together (offsetd cluster status asks each).
+func (s *Server) clusterStatus(w http.ResponseWriter, r *http.Request) {
+	admin, ok := s.replicaAdmin(w)
+	if !ok {
+		return
+	}
+	cs, ok := s.opts.Cluster.(ClusterStats)
+	if !ok {
+		writeError(w, errorf(http.StatusNotFound, codeNotFound, "this node reports no cluster status"))
+		return
+	}
+	st := cs.Stats()
+	out := clusterStatusJSON{Node: cs.ID(), Membership: st.Membership.String(), Peers: []peerStatusJSON{}, Partitions: []partitionStatusJSON{}}
+	for _, p := range st.Peers {
+		addr, _ := cs.Address(p.ID)
+		out.Peers = append(out.Peers, peerStatusJSON{ID: p.ID, Address: addr, Reachable: p.Reachable, Sent: p.Sent, Dropped: p.Dropped})
+	}
+	for _, p := range st.Partitions {
+		rep, err := admin.Replicas(p.Partition)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		ps := partitionStatusJSON{replicasJSON: replicasJSON(rep), Term: p.Term, Commit: p.Commit, Applied: p.Applied}
+		for _, f := range p.Followers {
+			ps.Followers = append(ps.Followers, followerJSON(f))
+		}
+		out.Partitions = append(out.Partitions, ps)
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/server"
 )
@@ -15,11 +16,11 @@ import (
 // replicaAdmin answers for the replicas of a cluster node: each change
 // is recorded and answered with the error queued for it.
 type replicaAdmin struct {
-	changes []coordinator.ReplicaChange
+	changes []cluster.ReplicaChange
 	errs    []error // answers to the next changes, in order
 }
 
-func (a *replicaAdmin) Replicas(p int) (coordinator.Replicas, error) {
+func (a *replicaAdmin) Replicas(p int) (cluster.Replicas, error) {
 	voters := []uint64{1, 2, 3}
 	for _, ch := range a.changes {
 		if ch.Add != 0 {
@@ -27,10 +28,10 @@ func (a *replicaAdmin) Replicas(p int) (coordinator.Replicas, error) {
 		}
 		voters = slices.DeleteFunc(voters, func(id uint64) bool { return id == ch.Remove })
 	}
-	return coordinator.Replicas{Partition: p, Voters: voters, Leader: 1}, nil
+	return cluster.Replicas{Partition: p, Voters: voters, Leader: 1}, nil
 }
 
-func (a *replicaAdmin) ChangeReplicas(_ context.Context, _ int, ch coordinator.ReplicaChange) error {
+func (a *replicaAdmin) ChangeReplicas(_ context.Context, _ int, ch cluster.ReplicaChange) error {
 	if len(a.errs) > 0 {
 		err := a.errs[0]
 		a.errs = a.errs[1:]
@@ -68,7 +69,7 @@ func TestReplicasAPI(t *testing.T) {
 
 	const path = "/v1/cluster/partitions/1/replicas"
 	r := e.must(http.StatusOK, "POST", path, `{"add":4,"addAddress":"node-4:7104","remove":1}`)
-	if want := (coordinator.ReplicaChange{Add: 4, AddAddress: "node-4:7104", Remove: 1}); len(admin.changes) != 1 || admin.changes[0] != want {
+	if want := (cluster.ReplicaChange{Add: 4, AddAddress: "node-4:7104", Remove: 1}); len(admin.changes) != 1 || admin.changes[0] != want {
 		t.Fatalf("changes made: %+v, want %+v", admin.changes, want)
 	}
 	if got := string(r.body); got != `{"partition":1,"voters":[2,3,4],"leader":1}`+"\n" {
@@ -80,7 +81,7 @@ func TestReplicasAPI(t *testing.T) {
 		status int
 		code   string
 	}{
-		{fmt.Errorf("partition 1: %w", coordinator.ErrChangePending), http.StatusConflict, "change_pending"},
+		{fmt.Errorf("partition 1: %w", cluster.ErrChangePending), http.StatusConflict, "change_pending"},
 		{fmt.Errorf("node 9 is not a voter: %w", coordinator.ErrInvalid), http.StatusBadRequest, "invalid_argument"},
 		{&coordinator.NotLeaderError{Partition: 1, Leader: 2}, http.StatusMisdirectedRequest, "not_leader"},
 		{&coordinator.NotLeaderError{Partition: 1}, http.StatusServiceUnavailable, "no_leader"},

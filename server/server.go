@@ -55,6 +55,25 @@ type Options struct {
 	// /v1/cluster/partitions: the partitions' replicas, and changes of
 	// them. Nil answers those routes 404.
 	Replicas ReplicaAdmin
+
+	// What a client can hold of the listener, in the http.Server from
+	// HTTPServer and the listener from LimitListener.
+
+	// ReadHeaderTimeout bounds the reading of a request's header.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request, header and
+	// body; what follows (a long poll's wait) is not counted in it.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that has not begun a
+	// request for this long since its last response.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's header; a larger one is answered
+	// 431.
+	MaxHeaderBytes int
+	// MaxConnections caps the connections open on LimitListener; one more
+	// is closed as soon as it is accepted, and the next is accepted once
+	// one has closed.
+	MaxConnections int
 }
 
 // DefaultOptions returns the options a Server runs with unless told
@@ -64,6 +83,11 @@ func DefaultOptions() Options {
 		MaxBodyBytes:       1 << 20,
 		MaxWait:            30 * time.Second,
 		ResponseCacheBytes: 64 << 20,
+		ReadHeaderTimeout:  10 * time.Second,
+		ReadTimeout:        time.Minute,
+		IdleTimeout:        2 * time.Minute,
+		MaxHeaderBytes:     64 << 10,
+		MaxConnections:     defaultMaxConnections,
 	}
 }
 
@@ -78,6 +102,21 @@ func (o *Options) ensureDefaults() {
 	if o.ResponseCacheBytes == 0 {
 		o.ResponseCacheBytes = d.ResponseCacheBytes
 	}
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = d.ReadTimeout
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = d.IdleTimeout
+	}
+	if o.MaxHeaderBytes == 0 {
+		o.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = d.MaxConnections
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -89,6 +128,20 @@ func (o Options) validate() error {
 	}
 	if o.MaxWait < 0 {
 		return fmt.Errorf("server: Options.MaxWait is %s, want > 0", o.MaxWait)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"ReadTimeout", o.ReadTimeout}, {"IdleTimeout", o.IdleTimeout}} {
+		if d.d < 0 {
+			return fmt.Errorf("server: Options.%s is %s, want > 0", d.name, d.d)
+		}
+	}
+	if o.MaxHeaderBytes < 0 {
+		return fmt.Errorf("server: Options.MaxHeaderBytes is %d, want > 0", o.MaxHeaderBytes)
+	}
+	if o.MaxConnections < 0 {
+		return fmt.Errorf("server: Options.MaxConnections is %d, want > 0", o.MaxConnections)
 	}
 	return nil
 }
@@ -151,6 +204,12 @@ func New(c *coordinator.Coordinator, opts Options) (*Server, error) {
 	if err := s.metrics.register(reg, c); err != nil {
 		s.responses.Close()
 		return nil, fmt.Errorf("server: registering metrics: %w", err)
+	}
+	if cs, ok := opts.Cluster.(ClusterStats); ok {
+		if err := reg.Register(raftCollector{cs}); err != nil {
+			s.responses.Close()
+			return nil, fmt.Errorf("server: registering Raft metrics: %w", err)
+		}
 	}
 	s.routes(reg)
 	s.handler = s.observe(http.HandlerFunc(s.serve))
@@ -219,6 +278,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if path.Clean(p) != p {
 			writeError(w, errorf(http.StatusBadRequest, codeInvalidArgument, "path %q has an empty or dot segment", p))
 			return
+		}
+		if !strings.HasPrefix(p, "/v1/cluster/") {
+			if e := s.clusterReady(); e != nil && e.code == codeNodeRemoved {
+				writeError(w, e)
+				return
+			}
 		}
 		// The hot reads are routed here; on a cluster node they go
 		// through the mux, to their read barrier.
@@ -311,6 +376,9 @@ func (s *Server) routes(reg *prometheus.Registry) {
 		}},
 		{path: "/v1/cluster/partitions", methods: map[string]http.HandlerFunc{
 			"GET": s.listReplicas,
+		}},
+		{path: "/v1/cluster/status", methods: map[string]http.HandlerFunc{
+			"GET": s.clusterStatus,
 		}},
 		{path: "/v1/cluster/partitions/{partition}/replicas", methods: map[string]http.HandlerFunc{
 			"POST": s.changeReplicas,

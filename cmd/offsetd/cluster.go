@@ -96,7 +96,7 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	}
 	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Address: cfg.peers[cfg.nodeID],
 		Token: token, TLS: clientTLS, Logger: logger})
-	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Join: cfg.join, Transport: tr, Logger: logger})
+	n, err := cluster.Open(dataDir, copts, cluster.Options{ID: cfg.nodeID, Peers: ids, Address: cfg.peers[cfg.nodeID], Join: cfg.join, Transport: tr, Logger: logger})
 	if err != nil {
 		tr.Close()
 		ln.Close()
@@ -111,6 +111,12 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	}
 	go func() { m.served <- m.raft.Serve(ln) }()
 	logger.Info("cluster node", "id", cfg.nodeID, "peers", cfg.peers.String(), "raft", ln.Addr().String(), "advertise", advertise, "tls", tlsConfig != nil, "join", cfg.join)
+	if cfg.kafkaPeers == nil {
+		// Kafka clients are told where every node's Kafka listener is
+		// (Metadata, FindCoordinator): without that list a node cannot
+		// send a client to a group's coordinator.
+		logger.Warn("Kafka listener off: a cluster node serves Kafka clients only with -kafka-peers, every node's Kafka address (id=host:port,...)")
+	}
 	return m, nil
 }
 

@@ -111,7 +111,11 @@ var commands = []*command{
 			"(most likely misspelt) unless -force.",
 		args: []argHelp{{"SCOPE", "the scope"}, {"on|off", "the switch"}}},
 	{name: "cluster status", section: sectionCluster, synopsis: "[flags]",
-		summary: "show every partition's leader, voters and learners"},
+		summary: "show every voter's reach and every partition's leader, replicas and lag",
+		about: "Asks the node given, then every member it knows the address of: each voter is shown as\n" +
+			"the node asked reaches it and as the partitions' leaders hear from it, and each partition\n" +
+			"with its leader, term, replicas and how far each replica's applied index is behind the\n" +
+			"leader's commit index."},
 	{name: "cluster add-node", section: sectionCluster, synopsis: "[-raft-addr HOST:PORT] [flags] ID",
 		summary: "add node ID, started with serve -join, to every partition",
 		args:    []argHelp{{"ID", "the new node's -node-id"}}},

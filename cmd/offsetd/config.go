@@ -14,7 +14,9 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/kafka"
 	"github.com/offsetd/offsetd/server"
+	"github.com/offsetd/offsetd/statictopic"
 )
 
 // Defaults of offsetd serve: a working server on loopback with its data
@@ -33,6 +35,7 @@ type serveConfig struct {
 	listen        string
 	kafkaListen   string
 	kafkaAdvert   string
+	kafkaScope    string
 	kafkaPeers    peersFlag
 	partitions    int
 	segmentSize   byteSize
@@ -53,6 +56,17 @@ type serveConfig struct {
 	raftCAFile    string
 	join          bool
 
+	// What a client can hold of the listeners (Kafka's name beside each
+	// Kafka one).
+	kafkaIdleTimeout  time.Duration // connections.max.idle.ms
+	kafkaFrameTimeout time.Duration
+	kafkaMaxConns     int      // max.connections
+	kafkaMaxQueued    byteSize // queued.max.request.bytes
+	httpHeaderTimeout time.Duration
+	httpReadTimeout   time.Duration
+	httpIdleTimeout   time.Duration
+	httpMaxConns      int
+
 	// partitionsGiven is true when -partitions or OFFSETD_PARTITIONS was
 	// set: an existing data directory must then have that count.
 	partitionsGiven bool
@@ -61,12 +75,13 @@ type serveConfig struct {
 // parseServeConfig parses serve's flags and environment; asked for with
 // -h, the help goes to help.
 func parseServeConfig(args []string, getenv func(string) string, help io.Writer) (serveConfig, error) {
-	copts, sopts := coordinator.DefaultOptions(), server.DefaultOptions()
+	copts, sopts, kopts := coordinator.DefaultOptions(), server.DefaultOptions(), kafka.DefaultServerOptions()
 	cfg := serveConfig{
-		segmentSize:   byteSize(copts.SegmentSize),
-		snapshotBytes: byteSize(copts.SnapshotBytes),
-		maxBody:       byteSize(sopts.MaxBodyBytes),
-		cacheBytes:    byteSize(sopts.ResponseCacheBytes),
+		segmentSize:    byteSize(copts.SegmentSize),
+		snapshotBytes:  byteSize(copts.SnapshotBytes),
+		maxBody:        byteSize(sopts.MaxBodyBytes),
+		cacheBytes:     byteSize(sopts.ResponseCacheBytes),
+		kafkaMaxQueued: byteSize(kopts.MaxQueuedBytes),
 	}
 	fs := flag.NewFlagSet("offsetd serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // serve reports errors and help itself
@@ -74,6 +89,7 @@ func parseServeConfig(args []string, getenv func(string) string, help io.Writer)
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "address to listen on; port 0 picks a free port")
 	fs.StringVar(&cfg.kafkaListen, "kafka-listen", defaultKafkaListen, "address to serve Kafka clients on (group coordination and offsets); empty turns it off")
 	fs.StringVar(&cfg.kafkaAdvert, "kafka-advertise", "", "host:port Kafka clients are told to reach offsetd at; empty means the address each connection arrived at")
+	fs.StringVar(&cfg.kafkaScope, "kafka-scope", statictopic.GlobalScope, "scope whose static topics Kafka clients see as topics, their logic queues as partitions (consumer groups on group.protocol=consumer are assigned them)")
 	fs.IntVar(&cfg.partitions, "partitions", copts.Partitions, "internal partitions, fixed when the data directory is created")
 	fs.Var(&cfg.segmentSize, "segment-size", "journal segment size, e.g. 256KiB (the journal keeps its last segment in memory and drops old ones whole)")
 	fs.Var(&cfg.snapshotBytes, "snapshot-bytes", "least journal traffic between snapshots of a partition, shared out over the partitions, e.g. 256KiB (a partition also waits to append half its last snapshot's size)")
@@ -92,6 +108,14 @@ func parseServeConfig(args []string, getenv func(string) string, help io.Writer)
 	fs.StringVar(&cfg.raftCAFile, "raft-ca-file", "", "with -tls-cert in a cluster: PEM file of the CA (or self-signed certificate) the other nodes' Raft listeners are checked against; empty means the system's roots")
 	fs.Var(&cfg.kafkaPeers, "kafka-peers", "in a cluster, id=host:port of every node's Kafka listener as clients reach it, this one's included (its -kafka-listen defaults to its own entry); turns the Kafka listener on: FindCoordinator names the node that leads a group's partition, Metadata lists every node")
 	fs.StringVar(&cfg.advertise, "advertise", "", "host:port other nodes send clients to (421 answers) in a cluster; empty means -listen")
+	fs.DurationVar(&cfg.kafkaIdleTimeout, "kafka-idle-timeout", kopts.IdleTimeout, "close a Kafka connection that sends no request for this long (Kafka's connections.max.idle.ms)")
+	fs.DurationVar(&cfg.kafkaFrameTimeout, "kafka-frame-timeout", kopts.FrameTimeout, "close a Kafka connection whose request does not arrive whole this long after its size, or that takes no response for as long")
+	fs.IntVar(&cfg.kafkaMaxConns, "kafka-max-connections", kopts.MaxConnections, "most Kafka connections open at once; one more is closed when accepted (Kafka's max.connections)")
+	fs.Var(&cfg.kafkaMaxQueued, "kafka-max-queued-bytes", "memory for the Kafka requests above 4KiB being read or answered, all connections together, at least -max-body; a connection that finds it taken waits (Kafka's queued.max.request.bytes)")
+	fs.DurationVar(&cfg.httpHeaderTimeout, "http-header-timeout", sopts.ReadHeaderTimeout, "longest an HTTP request's header may take to arrive")
+	fs.DurationVar(&cfg.httpReadTimeout, "http-read-timeout", sopts.ReadTimeout, "longest an HTTP request, header and body, may take to arrive (a long poll's wait comes after)")
+	fs.DurationVar(&cfg.httpIdleTimeout, "http-idle-timeout", sopts.IdleTimeout, "close a kept-alive HTTP connection that sends no request for this long")
+	fs.IntVar(&cfg.httpMaxConns, "http-max-connections", sopts.MaxConnections, "most HTTP connections open at once; one more is closed when accepted")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {}
 	given, err := parseWithEnv(fs, args, getenv)
@@ -118,8 +142,16 @@ func parseServeConfig(args []string, getenv func(string) string, help io.Writer)
 		return cfg, fmt.Errorf("%w: -retention must not be negative", errUsage)
 	case cfg.kafkaAdvert != "" && cfg.kafkaListen == "":
 		return cfg, fmt.Errorf("%w: -kafka-advertise without -kafka-listen", errUsage)
+	case !validScope(cfg.kafkaScope):
+		return cfg, fmt.Errorf("%w: -kafka-scope %q is not a scope (global, a cluster, or clusters joined by commas)", errUsage, cfg.kafkaScope)
 	case cfg.snapshotBytes < 1:
 		return cfg, fmt.Errorf("%w: -snapshot-bytes must be positive", errUsage)
+	case cfg.kafkaIdleTimeout <= 0 || cfg.kafkaFrameTimeout <= 0 || cfg.httpHeaderTimeout <= 0 || cfg.httpReadTimeout <= 0 || cfg.httpIdleTimeout <= 0:
+		return cfg, fmt.Errorf("%w: -kafka-idle-timeout, -kafka-frame-timeout, -http-header-timeout, -http-read-timeout and -http-idle-timeout must be positive", errUsage)
+	case cfg.kafkaMaxConns < 1 || cfg.httpMaxConns < 1:
+		return cfg, fmt.Errorf("%w: -kafka-max-connections and -http-max-connections must be positive", errUsage)
+	case given["kafka-max-queued-bytes"] && cfg.kafkaMaxQueued < cfg.maxBody:
+		return cfg, fmt.Errorf("%w: -kafka-max-queued-bytes %s is below -max-body %s: the largest request must fit", errUsage, cfg.kafkaMaxQueued.String(), cfg.maxBody.String())
 	case cfg.peers == nil && (cfg.nodeID != 0 || cfg.raftListen != "" || cfg.advertise != "" || cfg.join):
 		return cfg, fmt.Errorf("%w: -node-id, -raft-listen, -advertise and -join need -peers", errUsage)
 	case cfg.peers != nil && cfg.peers[cfg.nodeID] == "":
@@ -139,6 +171,7 @@ func parseServeConfig(args []string, getenv func(string) string, help io.Writer)
 	case cfg.kafkaPeers != nil && given["kafka-listen"] && cfg.kafkaListen == "":
 		return cfg, fmt.Errorf("%w: -kafka-peers with the Kafka listener turned off (-kafka-listen=)", errUsage)
 	}
+	cfg.kafkaMaxQueued = max(cfg.kafkaMaxQueued, cfg.maxBody)
 	if cfg.peers != nil && !given["kafka-listen"] {
 		// The default address is one per machine; a node listens where
 		// the others send its clients.

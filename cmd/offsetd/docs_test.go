@@ -293,7 +293,9 @@ func docScript(blocks []docBlock) (string, error) {
 			n++
 			where := fmt.Sprintf("%s:%d", b.doc, c.line)
 			fmt.Fprintf(&script, "# %s\n", where)
-			text := c.text
+			// go run ./cmd/offsetd, as the quick start says it from a
+			// fresh clone, is the binary the test built from this tree.
+			text := strings.Replace(c.text, "go run ./cmd/offsetd", "offsetd", 1)
 			if !strings.HasSuffix(text, " &") && len(founding) > 0 {
 				// What a person does between starting a cluster and
 				// using it: give it the second or two its first

@@ -12,6 +12,7 @@ import (
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/kafka"
 	"github.com/offsetd/offsetd/server"
+	"github.com/offsetd/offsetd/statictopic"
 )
 
 // kafkaListener is the Kafka side of offsetd serve.
@@ -49,15 +50,24 @@ func startKafka(cfg serveConfig, c *coordinator.Coordinator, tlsConfig *tls.Conf
 		}
 	}
 	slices.SortFunc(opts.Brokers, func(a, b kafka.Broker) int { return int(a.NodeID - b.NodeID) })
+	scope, err := statictopic.ParseScope(cfg.kafkaScope)
+	if err != nil {
+		return nil, fmt.Errorf("-kafka-scope: %w", err)
+	}
+	opts.Topics = staticTopics{c: c, scope: scope.String()}
 	h, err := kafka.NewHandler(c, opts)
 	if err != nil {
 		return nil, err
 	}
 	s, err := kafka.NewServer(h, kafka.ServerOptions{
-		MaxFrameBytes: int(cfg.maxBody),
-		AuthToken:     token,
-		Logger:        logger,
-		Observer:      metrics,
+		MaxFrameBytes:  int(cfg.maxBody),
+		IdleTimeout:    cfg.kafkaIdleTimeout,
+		FrameTimeout:   cfg.kafkaFrameTimeout,
+		MaxConnections: cfg.kafkaMaxConns,
+		MaxQueuedBytes: int64(cfg.kafkaMaxQueued),
+		AuthToken:      token,
+		Logger:         logger,
+		Observer:       metrics,
 	})
 	if err != nil {
 		h.Close()
@@ -130,4 +140,38 @@ func (k kafkaMembership) GroupMembers(group string) (server.GroupMembers, bool) 
 		out.Members = append(out.Members, server.GroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost})
 	}
 	return out, true
+}
+
+// staticTopics shows Kafka clients the static topics of one scope: a
+// static topic is a Kafka topic whose partitions are its logic queues, with
+// the stable ID kafka.TopicID derives from its name. Its logic queues
+// survive broker changes, so the consumer protocol's assignments over them
+// stay put while the topic moves between brokers.
+type staticTopics struct {
+	c     *coordinator.Coordinator
+	scope string
+}
+
+func (s staticTopics) Topic(name string) ([16]byte, int32, bool) {
+	m, ok, err := s.c.StaticTopic(name, s.scope)
+	if err != nil || !ok {
+		return [16]byte{}, 0, false
+	}
+	return kafka.TopicID(name), m.TotalQueues, true
+}
+
+func (s staticTopics) Names() []string {
+	var names []string
+	for _, m := range s.c.StaticTopics() {
+		if m.Scope == s.scope {
+			names = append(names, m.Topic)
+		}
+	}
+	return names
+}
+
+// validScope reports whether s spells a static-topic scope.
+func validScope(s string) bool {
+	_, err := statictopic.ParseScope(s)
+	return err == nil
 }

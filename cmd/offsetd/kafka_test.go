@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -210,5 +212,46 @@ func TestServeClusterKafka(t *testing.T) {
 	}
 	if now := adm.FindGroupCoordinators(ctx, "billing")["billing"]; now.Err != nil || now.NodeID == coordinator.NodeID {
 		t.Fatalf("FindCoordinator after node %d stopped: %+v", coordinator.NodeID, now)
+	}
+}
+
+// offsetd serve's listener bounds reach both listeners: a silent connection
+// is closed by -kafka-idle-timeout and -http-header-timeout, and a
+// connection beyond -kafka-max-connections or -http-max-connections is
+// closed without an answer to its request.
+func TestServeListenerBounds(t *testing.T) {
+	s := startServe(t, []string{"serve", "-data", filepath.Join(t.TempDir(), "d"), "-listen", "127.0.0.1:0", "-kafka-listen", "127.0.0.1:0",
+		"-kafka-idle-timeout", "100ms", "-kafka-max-connections", "1", "-http-header-timeout", "100ms", "-http-max-connections", "1"}, nil)
+	apiVersions := kmsg.NewPtrApiVersionsRequest()
+	apiVersions.Version = 3
+	for _, l := range []struct {
+		addr    string
+		request []byte
+	}{
+		{s.kafka, kmsg.NewRequestFormatter().AppendRequest(nil, apiVersions, 1)},
+		{strings.TrimPrefix(s.url, "http://"), []byte("GET /healthz HTTP/1.1\r\nHost: offsetd\r\n\r\n")},
+	} {
+		start := time.Now() // the server's timeout starts after this
+		silent, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		excess, err := net.Dial("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer excess.Close()
+		excess.Write(l.request) // may fail: closed already
+		for _, conn := range []net.Conn{excess, silent} {
+			conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds a broken server only
+			n, err := conn.Read(make([]byte, 1))
+			if n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("%s: read %d bytes, %v; want the connection closed without an answer", l.addr, n, err)
+			}
+		}
+		if took := time.Since(start); took < 100*time.Millisecond {
+			t.Fatalf("%s: the silent connection was closed after %s, before its timeout", l.addr, took)
+		}
 	}
 }

@@ -48,6 +48,35 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// startProcess starts bin with args, an offsetd serve command line, as a
+// child process, and returns once it printed where it listens.
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		cmd.Wait()
+		t.Fatalf("%s printed nothing:\n%s", strings.Join(args, " "), p.stderr)
+	}
+	p.url, _ = parseListening(t, sc.Text())
+	go func() {
+		for sc.Scan() { // keep the pipe drained
+		}
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
 // TestClusterSIGKILL runs three real offsetd processes of one cluster on
 // loopback, with writers and readers going through any node, and
 // SIGKILLs the leader of the writers' partition again and again, starting
@@ -65,37 +94,13 @@ func TestClusterSIGKILL(t *testing.T) {
 	bin := buildBinary(t, tmp)
 	addrs := freeAddrs(t, 6)
 	raft, api := addrs[:3], addrs[3:]
-	var peers []string
-	for i, a := range raft {
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
-	}
+	peers := peersOf(raft)
 	var mu sync.Mutex
 	procs := map[int]*process{}
 	start := func(id int) {
 		t.Helper()
-		cmd := exec.Command(bin, "serve", "-data", filepath.Join(tmp, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "4",
+		p := startProcess(t, bin, "serve", "-data", filepath.Join(tmp, fmt.Sprint(id)), "-listen", api[id-1], "-partitions", "4",
 			"-kafka-listen=", "-node-id", fmt.Sprint(id), "-peers", strings.Join(peers, ","), "-raft-listen", raft[id-1])
-		p := &process{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-		cmd.Stderr = p.stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() {
-			cmd.Wait()
-			t.Fatalf("node %d printed nothing:\n%s", id, p.stderr)
-		}
-		p.url, _ = parseListening(t, sc.Text())
-		go func() {
-			for sc.Scan() { // keep the pipe drained
-			}
-			p.err = cmd.Wait()
-			close(p.exited)
-		}()
 		mu.Lock()
 		procs[id] = p
 		mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,9 @@ func openDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, coo
 		return "", coordinator.Layout{}, err
 	}
 	layout, err := coordinator.ReadLayout(dir)
+	if errors.Is(err, coordinator.ErrNotDataDir) {
+		return "", coordinator.Layout{}, err
+	}
 	if err != nil {
 		return "", coordinator.Layout{}, fmt.Errorf("%s is not a readable offsetd data directory: %w", dir, err)
 	}
@@ -67,8 +71,10 @@ func inUse(dir string) bool {
 	return false
 }
 
-// verify checks every frame of every partition of a data directory and
-// prints what it found; it exits 1 if anything is damaged.
+// verify checks every frame of every partition of a data directory,
+// prints what it found, and then runs offsetd's own open planning on it
+// (coordinator.Check): its verdict is the one serve would reach. It exits
+// 0 if serve opens the directory, 1 if it refuses it.
 func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -82,16 +88,19 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		return usageStatus(err, stderr)
 	}
 	layout, metaErr := coordinator.ReadLayout(dir)
-	if errors.Is(metaErr, iofs.ErrNotExist) {
-		return usageStatus(fmt.Errorf("%s is not an offsetd data directory: %w", dir, metaErr), stderr)
+	switch {
+	case errors.Is(metaErr, iofs.ErrNotExist):
+		return usageStatus(fmt.Errorf("%s is not an offsetd data directory: it holds no %s, journal or snapshots", dir, "offsetd.meta"), stderr)
+	case errors.Is(metaErr, coordinator.ErrNotDataDir):
+		return usageStatus(metaErr, stderr)
 	}
-	damaged := 0
+	problems := 0
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	if metaErr != nil {
 		// Open refuses such a directory; the files found on disk are
 		// still checked.
-		damaged++
+		problems++
 		fmt.Fprintf(out, "META: %v\n", metaErr)
 		if layout, err = coordinator.LayoutOnDisk(dir); err != nil {
 			fmt.Fprintf(out, "verify: %v\n", err)
@@ -101,6 +110,7 @@ func verify(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(out, "%s: format %d, %s\n", dir, layout.Format, plural(layout.Partitions, "partition"))
 	}
+	replicated := false
 	for _, ld := range layout.Logs {
 		counts := map[byte]int{}
 		var recErr error
@@ -117,8 +127,11 @@ func verify(args []string, stdout, stderr io.Writer) int {
 			}
 			return nil
 		})
+		for typ := range counts {
+			replicated = replicated || cluster.RecordTypeName(typ) != ""
+		}
 		fmt.Fprintf(out, "%s: %s, %s, %s", filepath.Base(ld.Dir), plural(rep.Segments, "segment"), plural(rep.Batches, "batch"), plural(rep.Records, "record"))
-		if rep.Records > 0 {
+		if rep.Records > 0 && rep.LastIndex >= rep.FirstIndex {
 			fmt.Fprintf(out, " (indexes %d-%d)", rep.FirstIndex, rep.LastIndex)
 		}
 		fmt.Fprintf(out, ", %s%s", humanize.IBytes(uint64(rep.Bytes)), typeCounts(counts))
@@ -141,21 +154,92 @@ func verify(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(out, "  an interrupted truncation left %v (finished when the directory is opened)\n", rep.Leftovers)
 		}
 		if err != nil {
-			damaged++
+			problems++
 			fmt.Fprintf(out, "  DAMAGED: %v\n", err)
 		}
 		if recErr != nil {
-			damaged++
+			problems++
 			fmt.Fprintf(out, "  BAD RECORD: %v\n", recErr)
 		}
 	}
-	for i, sdir := range layout.Snapshots {
-		fmt.Fprintf(out, "partition %d snapshots:\n", i)
-		damaged += verifySnapshots(out, sdir)
+	damagedSnaps := 0
+	none := -1 // the first of a run of partitions without snapshots
+	endRun := func(i int) {
+		switch {
+		case none < 0:
+		case none == i-1:
+			fmt.Fprintf(out, "partition %d: no snapshots\n", none)
+		default:
+			fmt.Fprintf(out, "partitions %d-%d: no snapshots\n", none, i-1)
+		}
+		none = -1
 	}
-	if damaged > 0 {
-		fmt.Fprintf(out, "verify: %d problems found\n", damaged)
+	for i, sdir := range layout.Snapshots {
+		if list, err := log.ListSnapshots(sdir); err == nil && len(list) == 0 || errors.Is(err, iofs.ErrNotExist) {
+			if none < 0 {
+				none = i
+			}
+			continue
+		}
+		endRun(i)
+		fmt.Fprintf(out, "partition %d snapshots:\n", i)
+		damagedSnaps += verifySnapshots(out, sdir)
+	}
+	endRun(len(layout.Snapshots))
+	if metaErr != nil || layout.Format != 2 || replicated {
+		// No plan to run: serve refuses a damaged meta file, converts a
+		// directory of format 1 before it plans, and a cluster node's
+		// partitions load from Raft. The frames checked are the verdict.
+		problems += damagedSnaps
+		if problems > 0 {
+			fmt.Fprintf(out, "verify: %s found\n", plural(problems, "problem"))
+			return 1
+		}
+		fmt.Fprintln(out, "verify: ok")
+		return 0
+	}
+	return reportPlan(out, dir, damagedSnaps)
+}
+
+// reportPlan runs offsetd's open planning on dir (coordinator.Check), says
+// what serve would do, and returns verify's exit status: 0 if it opens
+// the directory, 1 if it refuses it. damagedSnaps counts the snapshot
+// files that did not read back, which serve passes over.
+func reportPlan(out io.Writer, dir string, damagedSnaps int) int {
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 0 // the directory's own
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rep, err := coordinator.Check(dir, opts)
+	if err != nil {
+		fmt.Fprintf(out, "verify: offsetd refuses to open this directory, and changes nothing in it:\n  %v\n", err)
 		return 1
+	}
+	var repairs []string
+	if rep.NewID {
+		repairs = append(repairs, "writes the data directory's identifier to offsetd.meta")
+	}
+	if j := rep.Journal; j.RingBatches > 0 {
+		repairs = append(repairs, fmt.Sprintf("restores %s from the sync ring", plural(j.RingBatches, "batch")))
+	} else if j.TornTailBytes > 0 {
+		repairs = append(repairs, fmt.Sprintf("cuts the torn tail of segment %s", j.TornTailSegment))
+	}
+	if len(rep.Journal.Leftovers) > 0 {
+		repairs = append(repairs, "finishes an interrupted truncation")
+	}
+	for _, p := range rep.Parts {
+		if len(p.Stale) > 0 {
+			repairs = append(repairs, fmt.Sprintf("removes partition %d's %s ahead of the journal", p.Partition, plural(len(p.Stale), "snapshot")))
+		}
+		for _, s := range p.Skipped {
+			fmt.Fprintf(out, "partition %d does not load %s\n", p.Partition, s)
+		}
+	}
+	if len(repairs) > 0 {
+		fmt.Fprintf(out, "when opened, offsetd %s\n", strings.Join(repairs, ", "))
+	}
+	if damagedSnaps > 0 {
+		fmt.Fprintf(out, "verify: ok: offsetd opens this directory, passing over %s\n", plural(damagedSnaps, "damaged snapshot"))
+		return 0
 	}
 	fmt.Fprintln(out, "verify: ok")
 	return 0
@@ -185,8 +269,12 @@ func verifySnapshots(out io.Writer, pdir string) int {
 		if fi, err := os.Stat(path); err == nil {
 			size = fi.Size()
 		}
-		fmt.Fprintf(out, "  snapshot %s: state as of index %d, %s, %s%s\n",
-			filepath.Base(path), covers, plural(records, "record"), humanize.IBytes(uint64(size)), typeCounts(counts))
+		if err != nil && covers == 0 {
+			fmt.Fprintf(out, "  snapshot %s: %s\n", filepath.Base(path), humanize.IBytes(uint64(size)))
+		} else {
+			fmt.Fprintf(out, "  snapshot %s: state as of index %d, %s, %s%s\n",
+				filepath.Base(path), covers, plural(records, "record"), humanize.IBytes(uint64(size)), typeCounts(counts))
+		}
 		switch {
 		case err != nil:
 			damaged++

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -147,7 +149,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}
 	ring.Close()
 	out = mustRun(t, 1, nil, "verify", data)
-	for _, want := range []string{"DAMAGED", "00000000000000000001", "index 1", "problems found"} {
+	for _, want := range []string{"DAMAGED", "00000000000000000001", "batch 1", "offsetd refuses to open this directory, and changes nothing in it"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("verify of a damaged segment lacks %q:\n%s", want, out)
 		}
@@ -155,7 +157,8 @@ func TestVerifyFindsDamage(t *testing.T) {
 	mustRun(t, 1, nil, "dump", data)
 }
 
-// Snapshot files are checked and dumped too.
+// Snapshot files are checked and dumped too; a damaged one that serve
+// passes over is reported, and the verdict is serve's.
 func TestVerifySnapshots(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	opts := coordinator.DefaultOptions()
@@ -203,8 +206,10 @@ func TestVerifySnapshots(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out = mustRun(t, 1, nil, "verify", data)
-	if !strings.Contains(out, "DAMAGED") || !strings.Contains(out, snap) {
+	// The journal still holds every record: serve passes the snapshot
+	// over and opens, and verify says so.
+	out = mustRun(t, 0, nil, "verify", data)
+	if !strings.Contains(out, "DAMAGED") || !strings.Contains(out, snap) || !strings.Contains(out, "opens this directory, passing over 1 damaged snapshot") {
 		t.Fatalf("verify of a damaged snapshot:\n%s", out)
 	}
 }
@@ -224,7 +229,7 @@ func TestVerifyChecksMeta(t *testing.T) {
 		content []byte // nil removes the file
 		says    []string
 	}{
-		{"missing", nil, []string{"META", "missing", "4 partitions found on disk", "4 partitions found on disk", "problems found"}},
+		{"missing", nil, []string{"META", "missing", "4 partitions found on disk", "verify: 1 problem found"}},
 		{"a digit flipped", []byte(strings.Replace(string(good), `"partitions":4`, `"partitions":6`, 1)), []string{"META", "checksum", "4 partitions found on disk"}},
 		{"another hash", []byte(`{"format":1,"partitions":4,"hash":"fnv1a"}` + "\n"), []string{"META", "hash mismatch", "fnv1a"}},
 		{"another format", []byte(`{"format":9,"partitions":4,"hash":"x"}` + "\n"), []string{"META", "unsupported data format", "format 9"}},
@@ -250,4 +255,145 @@ func TestVerifyChecksMeta(t *testing.T) {
 		})
 	}
 	mustRun(t, 0, nil, "verify", data)
+}
+
+// verifyDataDir writes a data directory of 4 partitions whose journal has
+// several segments and whose partitions have snapshots, closed cleanly.
+func verifyDataDir(t *testing.T) string {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 4
+	opts.SegmentSize = 4096
+	opts.SnapshotBytes = -1
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := coordinator.Open(data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		for g := range 24 {
+			if err := c.Commit(t.Context(), "g"+strconv.Itoa(g), []coordinator.OffsetCommit{{Topic: "t", Offset: int64(round), LeaderEpoch: -1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if round == 5 {
+			if err := c.Snapshot(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestVerifyAgreesWithOpen: over damaged directories, closed cleanly and
+// after a crash, verify exits 0 exactly when serve's Open opens the
+// directory, and when Open refuses, verify prints Open's own error.
+func TestVerifyAgreesWithOpen(t *testing.T) {
+	base := verifyDataDir(t)
+	segments := func(data string) []string {
+		segs, _ := filepath.Glob(filepath.Join(coordinator.JournalDir(data), strings.Repeat("[0-9]", 20)))
+		return segs
+	}
+	damages := map[string]func(t *testing.T, data string){
+		"none": func(*testing.T, string) {},
+		"middle segment renamed": func(t *testing.T, data string) {
+			s := segments(data)[1]
+			if err := os.Rename(s, s[:len(s)-1]+"9"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"middle segment duplicated": func(t *testing.T, data string) {
+			s := segments(data)
+			b, _ := os.ReadFile(s[1])
+			if err := os.WriteFile(filepath.Join(coordinator.JournalDir(data), "00000000000000999999"), b, 0o640); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"bytes after the end": func(t *testing.T, data string) {
+			s := segments(data)
+			f, err := os.OpenFile(s[len(s)-1], os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte{9, 9, 9})
+			f.Close()
+		},
+		"snapshot moved to another partition": func(t *testing.T, data string) {
+			for i := range 4 {
+				list, _ := os.ReadDir(coordinator.SnapshotDir(data, i))
+				if len(list) == 0 {
+					continue
+				}
+				b, _ := os.ReadFile(filepath.Join(coordinator.SnapshotDir(data, i), list[0].Name()))
+				to := coordinator.SnapshotDir(data, (i+1)%4)
+				if err := os.WriteFile(filepath.Join(to, list[0].Name()), b, 0o640); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			t.Fatal("no snapshot")
+		},
+	}
+	for name, damage := range damages {
+		for _, crashed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/crashed=%v", name, crashed), func(t *testing.T) {
+				data := filepath.Join(t.TempDir(), "data")
+				if err := os.CopyFS(data, os.DirFS(base)); err != nil {
+					t.Fatal(err)
+				}
+				if crashed {
+					if err := os.Remove(filepath.Join(coordinator.JournalDir(data), "CLEAN")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				damage(t, data)
+				code, out, _ := runCmd(t, nil, "verify", data)
+				opts := coordinator.DefaultOptions()
+				opts.Partitions = 0
+				opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+				c, err := coordinator.Open(data, opts)
+				if err == nil {
+					c.Close()
+				}
+				switch {
+				case err == nil && code != 0:
+					t.Fatalf("Open opened the directory; verify exited %d:\n%s", code, out)
+				case err != nil && code != 1:
+					t.Fatalf("Open refused (%v); verify exited %d:\n%s", err, code, out)
+				case err != nil && !strings.Contains(out, err.Error()):
+					t.Fatalf("verify does not print Open's refusal %q:\n%s", err, out)
+				}
+			})
+		}
+	}
+}
+
+// TestVerifyNotADataDirectory: a directory of other files is named for
+// what it is, without a listing of its files or advice to restore one.
+func TestVerifyNotADataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"notes.txt", "photo.jpg", "src"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cmd := range []string{"verify", "dump"} {
+		code, out, errs := runCmd(t, nil, cmd, dir)
+		all := out + errs
+		if code == 0 || !strings.Contains(all, "not an offsetd data directory") || strings.Contains(all, "notes.txt") || strings.Contains(all, "restore") {
+			t.Fatalf("offsetd %s of a directory of other files: exit %d:\n%s", cmd, code, all)
+		}
+	}
+	if _, err := coordinator.Open(dir, coordinator.DefaultOptions()); !errors.Is(err, coordinator.ErrNotDataDir) {
+		t.Fatalf("Open of a directory of other files = %v, want ErrNotDataDir", err)
+	}
+	for _, name := range []string{"offsetd.meta", "LOCK", "journal", "snapshots"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Open wrote %s into a directory of other files: %v", name, err)
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,21 +153,18 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 		Membership:         membership,
 		Cluster:            inCluster,
 		Replicas:           replicas,
+		ReadHeaderTimeout:  cfg.httpHeaderTimeout,
+		ReadTimeout:        cfg.httpReadTimeout,
+		IdleTimeout:        cfg.httpIdleTimeout,
+		MaxConnections:     cfg.httpMaxConns,
 	})
 	if err != nil {
 		kl.stop()
 		return errors.Join(err, closeCoordinator())
 	}
-	hs := &http.Server{
-		Handler:           s,
-		TLSConfig:         tlsConfig.Clone(), // ServeTLS adds its protocols to it, while the Raft and Kafka listeners read theirs
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	hs.RegisterOnShutdown(s.EndLongPolls)
+	hs := s.HTTPServer()
+	hs.TLSConfig = tlsConfig.Clone() // ServeTLS adds its protocols to it, while the Raft and Kafka listeners read theirs
+	ln = s.LimitListener(ln)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"

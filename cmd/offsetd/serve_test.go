@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/offsetd/offsetd/client"
 	"github.com/offsetd/offsetd/coordinator"
@@ -91,6 +92,17 @@ func TestServeConfig(t *testing.T) {
 			}},
 		{"flag beats environment", []string{"-data", "flag"}, map[string]string{"OFFSETD_DATA": "env"},
 			func(c serveConfig) bool { return c.dataDir == "flag" }},
+		{"listener bounds by default", nil, nil, func(c serveConfig) bool {
+			return c.kafkaIdleTimeout == 10*time.Minute && c.kafkaFrameTimeout == 30*time.Second && c.kafkaMaxConns == 10000 && c.kafkaMaxQueued == 100<<20 &&
+				c.httpHeaderTimeout == 10*time.Second && c.httpReadTimeout == time.Minute && c.httpIdleTimeout == 2*time.Minute && c.httpMaxConns == 10000
+		}},
+		{"listener bounds", []string{"-kafka-idle-timeout", "1m", "-kafka-frame-timeout", "5s", "-kafka-max-connections", "100", "-kafka-max-queued-bytes", "8MiB",
+			"-http-header-timeout", "2s", "-http-read-timeout", "3s", "-http-idle-timeout", "4s", "-http-max-connections", "50"}, nil,
+			func(c serveConfig) bool {
+				return c.kafkaIdleTimeout == time.Minute && c.kafkaFrameTimeout == 5*time.Second && c.kafkaMaxConns == 100 && c.kafkaMaxQueued == 8<<20 &&
+					c.httpHeaderTimeout == 2*time.Second && c.httpReadTimeout == 3*time.Second && c.httpIdleTimeout == 4*time.Second && c.httpMaxConns == 50
+			}},
+		{"queued bytes follow a larger -max-body", []string{"-max-body", "200MiB"}, nil, func(c serveConfig) bool { return c.kafkaMaxQueued == 200<<20 }},
 		{"cluster without Kafka", clusterArgs(), nil, func(c serveConfig) bool { return c.kafkaListen == "" }},
 		{"cluster with Kafka", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092"), nil,
 			func(c serveConfig) bool { return c.kafkaListen == "h1:9092" && c.kafkaPeers[2] == "h2:9092" }},
@@ -126,6 +138,10 @@ func TestServeConfig(t *testing.T) {
 		{"Kafka peers of other nodes", clusterArgs("-kafka-peers", "1=h1:9092,3=h3:9092"), nil},
 		{"Kafka peers with -kafka-advertise", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092", "-kafka-advertise", "h1:9092"), nil},
 		{"Kafka peers with the listener off", clusterArgs("-kafka-peers", "1=h1:9092,2=h2:9092", "-kafka-listen="), nil},
+		{"zero Kafka idle timeout", []string{"-kafka-idle-timeout", "0"}, nil},
+		{"negative HTTP read timeout", nil, map[string]string{"OFFSETD_HTTP_READ_TIMEOUT": "-1s"}},
+		{"no Kafka connections", []string{"-kafka-max-connections", "0"}, nil},
+		{"Kafka queued bytes below -max-body", []string{"-max-body", "2MiB", "-kafka-max-queued-bytes", "1MiB"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := parseServeConfig(c.args, envOf(c.env), &bytes.Buffer{}); !errors.Is(err, errUsage) {

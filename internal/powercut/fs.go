@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +29,8 @@ type FS struct {
 	names   []nameChange          // changes of entries not yet durable, oldest first; guarded by mu
 	stashed int                   // files stashed so far; guarded by mu
 	cut     bool                  // the power is off; guarded by mu
+
+	syncDelay atomic.Int64 // nanoseconds each fsync takes beside its work; see SetSyncDelay
 }
 
 // Mount mounts a powercut view of the directory backing on mountpoint.
@@ -165,6 +168,12 @@ var probe struct {
 	once sync.Once
 	err  error
 }
+
+// SetSyncDelay makes every later fsync and fdatasync of a file take d
+// longer, as on a slow device, so that tests see what waits for syncs.
+// Syncs run side by side, as a device with a queue takes them; other
+// operations are not slowed. Zero turns it off.
+func (f *FS) SetSyncDelay(d time.Duration) { f.syncDelay.Store(int64(d)) }
 
 // Available reports why powercut cannot mount on this machine (no
 // /dev/fuse, no right to mount), or nil if it can. It tries a mount once

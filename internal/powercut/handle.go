@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -88,8 +89,11 @@ func (h *handle) dirty() (*dirtyFile, error) {
 }
 
 // Fsync writes the file's dirty pages (from whichever handle they came) and
-// fsyncs it; fdatasync does the same.
+// fsyncs it; fdatasync does the same. It takes SetSyncDelay's delay first.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if d := time.Duration(h.fs.syncDelay.Load()); d > 0 {
+		time.Sleep(d) // the device's own time: nothing here waits for anything
+	}
 	return h.fs.change(func() syscall.Errno {
 		d := h.fs.files[h.ino]
 		if d == nil {

@@ -1,9 +1,14 @@
-package cluster
+// Package clustertest holds what tests of a cluster of offsetd nodes in
+// one process need and production code does not: a fault-injecting
+// transport between the nodes.
+package clustertest
 
 import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/offsetd/offsetd/cluster"
 )
 
 // Network is an in-process transport between the nodes of one process,
@@ -13,15 +18,19 @@ import (
 // between processes.
 type Network struct {
 	mu       sync.Mutex
-	rand     *rand.Rand                 // guarded by mu
-	faults   Faults                     // guarded by mu
-	nodes    map[uint64]func([]Message) // guarded by mu
-	isolated map[uint64]bool            // guarded by mu
-	closed   bool                       // guarded by mu
-	pending  sync.WaitGroup             // delayed deliveries
-	stats    NetworkStats               // guarded by mu
-	links    map[[2]uint64]bool         // guarded by mu: cut links, both ways
+	rand     *rand.Rand                         // guarded by mu
+	faults   Faults                             // guarded by mu
+	nodes    map[uint64]func([]cluster.Message) // guarded by mu
+	isolated map[uint64]bool                    // guarded by mu
+	closed   bool                               // guarded by mu
+	pending  sync.WaitGroup                     // delayed deliveries
+	stats    NetworkStats                       // guarded by mu
+	links    map[[2]uint64]bool                 // guarded by mu: cut links, both ways
+	counts   map[[2]uint64]*linkCounts          // guarded by mu: by sender and receiver
 }
+
+// linkCounts counts the messages of one sender to one receiver.
+type linkCounts struct{ sent, dropped uint64 }
 
 // Faults are the odds of each fault, per message.
 type Faults struct {
@@ -39,15 +48,16 @@ type NetworkStats struct {
 func NewNetwork(seed uint64) *Network {
 	return &Network{
 		rand:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		nodes:    make(map[uint64]func([]Message)),
+		nodes:    make(map[uint64]func([]cluster.Message)),
 		isolated: make(map[uint64]bool),
 		links:    make(map[[2]uint64]bool),
+		counts:   make(map[[2]uint64]*linkCounts),
 	}
 }
 
 // Attach delivers the messages to id to receive (a Node's Receive),
 // replacing any earlier receiver of id (a restarted node).
-func (nw *Network) Attach(id uint64, receive func([]Message)) {
+func (nw *Network) Attach(id uint64, receive func([]cluster.Message)) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.nodes[id] = receive
@@ -106,16 +116,30 @@ func (nw *Network) Close() {
 }
 
 // Transport returns the transport node from sends through.
-func (nw *Network) Transport(from uint64) Transport { return networkTransport{nw, from} }
+func (nw *Network) Transport(from uint64) cluster.Transport { return networkTransport{nw, from} }
 
 type networkTransport struct {
 	nw   *Network
 	from uint64
 }
 
-func (t networkTransport) Send(msgs []Message) {
+// Peer says whether messages from the transport's node to id arrive now:
+// id is attached and neither node is cut off from the other. Sent counts
+// the messages delivered, Dropped those lost.
+func (t networkTransport) Peer(id uint64) (cluster.PeerStats, bool) {
+	nw := t.nw
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	st := cluster.PeerStats{ID: id, Reachable: !nw.closed && nw.nodes[id] != nil && !nw.cutLocked(t.from, id)}
+	if c := nw.counts[[2]uint64{t.from, id}]; c != nil {
+		st.Sent, st.Dropped = c.sent, c.dropped
+	}
+	return st, true
+}
+
+func (t networkTransport) Send(msgs []cluster.Message) {
 	for _, m := range msgs {
-		b, err := AppendMessages(nil, []Message{m})
+		b, err := cluster.AppendMessages(nil, []cluster.Message{m})
 		if err != nil {
 			panic(err) // a message raft made that does not encode
 		}
@@ -129,13 +153,20 @@ func (nw *Network) send(from, to uint64, b []byte) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.stats.Sent++
-	if nw.closed || nw.isolated[from] || nw.isolated[to] || nw.links[[2]uint64{min(from, to), max(from, to)}] {
+	c := nw.counts[[2]uint64{from, to}]
+	if c == nil {
+		c = new(linkCounts)
+		nw.counts[[2]uint64{from, to}] = c
+	}
+	if nw.closed || nw.cutLocked(from, to) {
 		nw.stats.Dropped++
+		c.dropped++
 		return
 	}
 	f := nw.faults
 	if f.Drop > 0 && nw.rand.Float64() < f.Drop {
 		nw.stats.Dropped++
+		c.dropped++
 		return
 	}
 	copies := 1
@@ -149,7 +180,7 @@ func (nw *Network) send(from, to uint64, b []byte) {
 			delay = time.Duration(nw.rand.Int64N(int64(f.MaxDelay) + 1))
 		}
 		if delay == 0 {
-			nw.deliverLocked(to, b)
+			nw.deliverLocked(from, to, b)
 			continue
 		}
 		nw.stats.Delayed++
@@ -158,22 +189,32 @@ func (nw *Network) send(from, to uint64, b []byte) {
 			defer nw.pending.Done()
 			nw.mu.Lock()
 			defer nw.mu.Unlock()
-			if !nw.closed && !nw.isolated[from] && !nw.isolated[to] && !nw.links[[2]uint64{min(from, to), max(from, to)}] {
-				nw.deliverLocked(to, b)
+			if !nw.closed && !nw.cutLocked(from, to) {
+				nw.deliverLocked(from, to, b)
+			} else {
+				c.dropped++
 			}
 		})
 	}
 }
 
+// cutLocked reports whether messages between a and b are cut.
+func (nw *Network) cutLocked(a, b uint64) bool {
+	return nw.isolated[a] || nw.isolated[b] || nw.links[[2]uint64{min(a, b), max(a, b)}]
+}
+
 // deliverLocked hands a message to its node, if attached. Receive never
 // blocks, so it may run under mu.
-func (nw *Network) deliverLocked(to uint64, b []byte) {
+func (nw *Network) deliverLocked(from, to uint64, b []byte) {
+	c := nw.counts[[2]uint64{from, to}]
 	receive := nw.nodes[to]
 	if receive == nil {
 		nw.stats.Dropped++
+		c.dropped++
 		return
 	}
-	msgs, err := DecodeMessages(b)
+	c.sent++
+	msgs, err := cluster.DecodeMessages(b)
 	if err != nil {
 		panic(err) // what AppendMessages wrote
 	}

@@ -100,6 +100,14 @@ func errorCode(resp kmsg.Response) int16 {
 				return m.ErrorCode
 			}
 		}
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for _, g := range r.Groups {
+			if g.ErrorCode != 0 {
+				return g.ErrorCode
+			}
+		}
 	case *kmsg.ApiVersionsResponse:
 		return r.ErrorCode
 	case *kmsg.SASLHandshakeResponse:

@@ -17,13 +17,11 @@ func (h *Handler) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (km
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
-	g := h.lookup(req.Group)
-	if g == nil {
+	var ch chan kmsg.Response
+	if !h.inGroup(req.Group, false, func(g *group) { ch = g.sync(req, resp) }) {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp, nil
 	}
-	ch := g.sync(req, resp)
-	g.mu.Unlock()
 	if ch == nil {
 		return resp, nil
 	}
@@ -131,129 +129,4 @@ func (g *group) fenceCommit(memberID string, instanceID *string, generation int3
 		return nil, kerr.RebalanceInProgress.Code
 	}
 	return m, 0
-}
-
-// heartbeat keeps a member's session alive and tells it of a rebalance.
-func (h *Handler) heartbeat(req *kmsg.HeartbeatRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if !validName(req.Group) {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
-	}
-	g := h.lookup(req.Group)
-	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
-	}
-	defer g.mu.Unlock()
-	m, c := g.fenceMember(req.MemberID, req.InstanceID, req.Generation)
-	if c != 0 {
-		resp.ErrorCode = c
-		return resp
-	}
-	switch g.state {
-	case statePreparingRebalance:
-		resp.ErrorCode = kerr.RebalanceInProgress.Code
-		if m.join == nil {
-			g.heartbeat(m)
-		}
-	case stateCompletingRebalance, stateStable:
-		g.heartbeat(m)
-	default:
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-	}
-	return resp
-}
-
-// leaveGroup removes members (one before v3, a batch from v3) and starts
-// a rebalance for the rest.
-func (h *Handler) leaveGroup(req *kmsg.LeaveGroupRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if !validName(req.Group) {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
-	}
-	leaving := req.Members
-	if req.Version < 3 {
-		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
-	}
-	g := h.lookup(req.Group)
-	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
-	}
-	defer g.mu.Unlock()
-	left := false
-	for _, l := range leaving {
-		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.InstanceID = l.MemberID, l.InstanceID
-		id := l.MemberID
-		if l.InstanceID != nil {
-			known, ok := g.static[*l.InstanceID]
-			switch {
-			case !ok:
-				rm.ErrorCode = kerr.UnknownMemberID.Code
-			case id != "" && id != known:
-				rm.ErrorCode = kerr.FencedInstanceID.Code
-			}
-			id = known
-		}
-		if rm.ErrorCode == 0 {
-			if m := g.members[id]; m != nil {
-				g.answerParked(m, kerr.UnknownMemberID.Code)
-				g.removeMember(m)
-				left = true
-			} else if tm, ok := g.pending[id]; ok {
-				h.timers.cancel(tm)
-				delete(g.pending, id)
-			} else {
-				rm.ErrorCode = kerr.UnknownMemberID.Code
-			}
-		}
-		resp.Members = append(resp.Members, rm)
-	}
-	if left {
-		g.startRebalance()
-	}
-	if req.Version < 3 {
-		resp.ErrorCode = resp.Members[0].ErrorCode
-		resp.Members = nil
-	}
-	return resp
-}
-
-// describe fills a DescribeGroups answer from the group's membership.
-func (g *group) describe(rg *kmsg.DescribeGroupsResponseGroup) {
-	rg.State = g.state.String()
-	rg.ProtocolType = g.protocolType
-	if g.state == stateStable {
-		rg.Protocol = g.protocol
-	}
-	for _, m := range g.members {
-		rm := kmsg.NewDescribeGroupsResponseGroupMember()
-		rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
-		if g.state == stateStable {
-			rm.ProtocolMetadata = m.metadata(g.protocol)
-			rm.MemberAssignment = m.assignment
-		}
-		rg.Members = append(rg.Members, rm)
-	}
-}
-
-// subscribed returns whether the members of a consumer group subscribe
-// to a topic, read from their join metadata. When a member's metadata
-// cannot be read every topic counts as subscribed: better to refuse a
-// delete than to delete offsets in use.
-func (g *group) subscribed() func(topic string) bool {
-	topics := map[string]bool{}
-	for _, m := range g.members {
-		var meta kmsg.ConsumerMemberMetadata
-		if err := meta.ReadFrom(m.metadata(g.protocol)); err != nil {
-			return func(string) bool { return true }
-		}
-		for _, t := range meta.Topics {
-			topics[t] = true
-		}
-	}
-	return func(topic string) bool { return topics[topic] }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -96,10 +97,10 @@ func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 // by the one timer goroutine.
 func TestSessionExpiry(t *testing.T) {
 	c := openCoordinator(t, t.TempDir())
-	h := newHandler(t, c, testHandlerOptions())
+	o := testHandlerOptions()
 	expired := make(chan string, 1)
-	h.expired = func(_, member string) { expired <- member }
-	gc := groupClient{t, h}
+	o.Logger = slog.New(logged{msg: msgSessionExpired, key: "member", to: expired})
+	gc := groupClient{t, newHandler(t, c, o)}
 
 	j := gc.join("g", 50*time.Millisecond, time.Second)
 	wantCode(t, "join", j.ErrorCode, nil)
@@ -266,7 +267,9 @@ func TestRefuseEveryKind(t *testing.T) {
 	describe.Groups = []string{"g"}
 	del := kmsg.NewPtrDeleteGroupsRequest()
 	del.Groups = []string{"g"}
-	reqs := []kmsg.Request{commitRequest("g"), fetch, oldFetch, find, kmsg.NewPtrFindCoordinatorRequest(), describe, del,
+	cgDescribe := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgDescribe.Groups = []string{"g"}
+	reqs := []kmsg.Request{kmsg.NewPtrConsumerGroupHeartbeatRequest(), cgDescribe, commitRequest("g"), fetch, oldFetch, find, kmsg.NewPtrFindCoordinatorRequest(), describe, del,
 		kmsg.NewPtrOffsetDeleteRequest(), kmsg.NewPtrListGroupsRequest(), kmsg.NewPtrJoinGroupRequest(),
 		kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrLeaveGroupRequest()}
 	seen := map[int16]bool{}
