@@ -34,7 +34,8 @@ type Coordinator struct {
 	// every partition has loaded, carryOut opens journal by it and drops
 	// it (nil from then on). Only the loading goroutine uses it. journal is
 	// the log every partition commits to; committer, its owner once
-	// loading is done, makes each batch durable with one fsync.
+	// loading is done, makes each batch durable with one sync (an
+	// fdatasync of the journal's sync ring; see package log).
 	plan       *log.Plan
 	journal    *log.Log       // nil until loaded, and if opening was refused
 	committer  *log.Committer // set before any writer starts
