@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -184,7 +185,7 @@ func (c *Coordinator) loadErrors() error {
 	<-c.loaded
 	var errs []error
 	for _, p := range c.parts {
-		if p.state.Load() == stateFailed {
+		if p.state.Load() == stateFailed && !errors.Is(p.loadErr, errNotOpened) {
 			errs = append(errs, p.loadErr)
 		}
 	}
@@ -235,12 +236,15 @@ func (c *Coordinator) WaitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	var notOpened error // reported only if no partition says why
 	for _, p := range c.parts {
-		if err := p.ready(); err != nil {
+		if err := p.ready(); errors.Is(err, errNotOpened) {
+			notOpened = cmp.Or(notOpened, err)
+		} else if err != nil {
 			return err
 		}
 	}
-	return nil
+	return notOpened
 }
 
 // Partitions returns the number of internal partitions.

@@ -288,6 +288,20 @@ func TestDamageMatrix(t *testing.T) {
 				if after := hashTree(t, dir); after != before {
 					t.Fatalf("a refused Open changed the directory:\nbefore:\n%s\nafter:\n%s", before, after)
 				}
+				// offsetd serve loads in the background: the partitions
+				// that load must not open the directory (and write to it)
+				// beside one that fails.
+				bg := damageOptions()
+				bg.LoadInBackground = true
+				if c, err := Open(dir, bg); err == nil {
+					if err := c.WaitReady(context.Background()); err == nil || !strings.Contains(err.Error(), names) {
+						t.Errorf("WaitReady after Open with LoadInBackground = %v, want a refusal naming %s", err, names)
+					}
+					c.Close()
+				}
+				if after := hashTree(t, dir); after != before {
+					t.Fatalf("a refused Open with LoadInBackground changed the directory:\nbefore:\n%s\nafter:\n%s", before, after)
+				}
 				if checkErr == nil || checkErr.Error() != err.Error() {
 					t.Fatalf("Check's verdict differs from Open's:\n Open: %v\nCheck: %v", err, checkErr)
 				}
