@@ -235,6 +235,18 @@ func TestDamageMatrix(t *testing.T) {
 			}
 			return "no journal"
 		}},
+		{name: "journal emptied", do: func(t *testing.T, dir string) string {
+			des, err := os.ReadDir(JournalDir(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, de := range des {
+				if err := os.Remove(filepath.Join(JournalDir(dir), de.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return "no journal"
+		}},
 		{name: "meta file removed", do: func(t *testing.T, dir string) string {
 			if err := os.Remove(filepath.Join(dir, metaFile)); err != nil {
 				t.Fatal(err)
