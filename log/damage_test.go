@@ -410,13 +410,11 @@ func TestInterruptedTruncation(t *testing.T) {
 	}
 }
 
-// TestForeignJournal copies a segment of another journal whose indexes
-// line up exactly with this one's (the same appends, so the same wal and
-// record indexes): only the journal tag tells them apart, and Open
-// refuses it, naming the segment, after a crash as after a clean close.
-// A journal written before tags existed opens with one, and tags what it
-// appends from then on.
-func TestForeignJournal(t *testing.T) {
+// alikeJournals makes the same appends to two journals, of IDs "ours" and
+// "theirs", closed cleanly, whose segments start at the same indexes
+// (three or more): only the tag tells their batches apart. opts is ours.
+func alikeJournals(t *testing.T) (ours, theirs string, opts Options) {
+	t.Helper()
 	mk := func(id string) (string, Options) {
 		dir := t.TempDir()
 		opts := testOptions(t, 200)
@@ -426,12 +424,24 @@ func TestForeignJournal(t *testing.T) {
 		mustClose(t, l)
 		return dir, opts
 	}
-	ours, opts := mk("ours")
-	theirs, _ := mk("theirs")
+	ours, opts = mk("ours")
+	theirs, _ = mk("theirs")
 	segs, others := segmentFiles(t, ours), segmentFiles(t, theirs)
 	if len(segs) < 3 || !slices.Equal(segmentStarts(segs), segmentStarts(others)) {
 		t.Fatalf("segments %v and %v; want the same three or more", segmentStarts(segs), segmentStarts(others))
 	}
+	return ours, theirs, opts
+}
+
+// TestForeignJournal copies a segment of another journal whose indexes
+// line up exactly with this one's (the same appends, so the same wal and
+// record indexes): only the journal tag tells them apart, and Open
+// refuses it, naming the segment, after a crash as after a clean close.
+// A journal written before tags existed opens with one, and tags what it
+// appends from then on.
+func TestForeignJournal(t *testing.T) {
+	ours, theirs, opts := alikeJournals(t)
+	others := segmentFiles(t, theirs)
 	for _, crashed := range []bool{false, true} {
 		dir := t.TempDir()
 		copyDir(t, ours, dir)
@@ -585,21 +595,8 @@ func TestUntaggedAfterTagged(t *testing.T) {
 // tells the lap's batches apart. Open refuses, naming the ring, and
 // changes nothing; it never restores them.
 func TestForeignRingLap(t *testing.T) {
-	mk := func(id string) (string, Options) {
-		dir := t.TempDir()
-		opts := testOptions(t, 200)
-		opts.JournalID = id
-		l := mustOpen(t, dir, opts)
-		mustAppend(t, l, testEntries(0, 30))
-		mustClose(t, l)
-		return dir, opts
-	}
-	ours, opts := mk("ours")
-	theirs, _ := mk("theirs")
-	segs, others := segmentFiles(t, ours), segmentFiles(t, theirs)
-	if len(segs) < 3 || !slices.Equal(segmentStarts(segs), segmentStarts(others)) {
-		t.Fatalf("segments %v and %v; want the same three or more", segmentStarts(segs), segmentStarts(others))
-	}
+	ours, theirs, opts := alikeJournals(t)
+	segs := segmentFiles(t, ours)
 	if err := os.Remove(filepath.Join(ours, cleanName)); err != nil {
 		t.Fatal(err)
 	}
