@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,7 +143,7 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := journalMissing(dir, opts.Partitions); err != nil {
+	if err := journalMissing(dir, opts.Partitions, c.plan.Report().Segments); err != nil {
 		return nil, err
 	}
 	for i := range opts.Partitions {
@@ -158,17 +159,27 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 	return c, nil
 }
 
-// journalMissing returns an error if dir has snapshots but no journal:
-// they cover records a journal held, and an empty journal in its place
-// would take them for ones a crash left ahead and remove them.
-func journalMissing(dir string, partitions int) error {
-	if _, err := os.Stat(JournalDir(dir)); !errors.Is(err, fs.ErrNotExist) {
+// journalMissing returns an error if dir has snapshots but no journal, or
+// a journal directory without a segment file (segments, as the plan
+// counted them): the snapshots cover records a journal held, and an empty
+// journal in its place would take them for ones a crash left ahead and
+// remove them. A journal always keeps a segment once created: wal makes
+// the first when it creates the directory, and the journal removes only
+// segments before its last.
+func journalMissing(dir string, partitions, segments int) error {
+	if segments > 0 {
 		return nil
+	}
+	what := "no journal " + JournalDir(dir)
+	if _, err := os.Stat(JournalDir(dir)); err == nil {
+		what = "no journal segment in " + JournalDir(dir)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	for i := range partitions {
 		if list, _ := log.ListSnapshots(SnapshotDir(dir, i)); len(list) > 0 {
-			return fmt.Errorf("%w: %s holds snapshots (%s) but no journal %s",
-				ErrCorrupt, dir, log.SnapshotPath(SnapshotDir(dir, i), list[0]), JournalDir(dir))
+			return fmt.Errorf("%w: %s holds snapshots (%s) but %s",
+				ErrCorrupt, dir, log.SnapshotPath(SnapshotDir(dir, i), list[0]), what)
 		}
 	}
 	return nil
@@ -186,7 +197,7 @@ func (c *Coordinator) loadErrors() error {
 	<-c.loaded
 	var errs []error
 	for _, p := range c.parts {
-		if p.state.Load() == stateFailed {
+		if p.state.Load() == stateFailed && !errors.Is(p.loadErr, errNotOpened) {
 			errs = append(errs, p.loadErr)
 		}
 	}
@@ -237,12 +248,15 @@ func (c *Coordinator) WaitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	var notOpened error // reported only if no partition says why
 	for _, p := range c.parts {
-		if err := p.ready(); err != nil {
+		if err := p.ready(); errors.Is(err, errNotOpened) {
+			notOpened = cmp.Or(notOpened, err)
+		} else if err != nil {
 			return err
 		}
 	}
-	return nil
+	return notOpened
 }
 
 // Partitions returns the number of internal partitions.

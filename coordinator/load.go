@@ -14,6 +14,11 @@ import (
 
 var errStopped = errors.New("coordinator: stopped while loading")
 
+// errNotOpened is why a partition that loaded is not served: another
+// failed to load, and a data directory opens whole or not at all, so that
+// a refusal writes nothing.
+var errNotOpened = errors.New("coordinator: not opened, as another partition failed to load")
+
 // Loading: every partition loads its newest good snapshot (in parallel),
 // then the journal is read once, from the lowest index any partition
 // needs, and each record goes to its partition unless that partition's
@@ -246,11 +251,14 @@ func (p *partition) resetTables() {
 
 // loadAll loads every partition: snapshots in parallel, then one pass over
 // the journal as the plan will leave it, writing nothing. Partitions whose
-// snapshots fail to load fail alone; damage in the journal fails every
-// partition that was loading. Then, unless a partition failed and the
-// open is to be refused (LoadInBackground not set), or this is Check's,
-// carryOut carries out the plan, and each partition that loaded gets its
-// writer started.
+// snapshots fail to load fail with their own error; damage in the journal
+// fails every partition that was loading. If any partition failed, the
+// open is refused, LoadInBackground or not: the partitions that loaded
+// fail with errNotOpened and nothing is written, since carrying out the
+// plan for them (a torn end cut, snapshots removed, the marker written
+// at Close) would change the directory that is refused. Otherwise, unless
+// this is Check's, carryOut carries out the plan, and each partition gets
+// its writer started.
 func (c *Coordinator) loadAll() {
 	go func() {
 		defer close(c.loaded)
@@ -307,8 +315,15 @@ func (c *Coordinator) loadAll() {
 			}
 			return
 		}
-		if c.check || len(loading) == 0 || (len(loading) < len(c.parts) && !c.opts.LoadInBackground) {
+		if c.check || len(loading) == 0 {
 			return // nothing is written: a refusal leaves the directory as it was
+		}
+		if len(loading) < len(c.parts) {
+			for _, p := range loading {
+				p.loadErr = errNotOpened
+				c.fail(p)
+			}
+			return
 		}
 		if err := c.carryOut(); err != nil {
 			for _, p := range loading {
@@ -411,7 +426,7 @@ func (c *Coordinator) carryOut() error {
 // fail marks a partition that could not load.
 func (c *Coordinator) fail(p *partition) {
 	p.state.Store(stateFailed)
-	if !errors.Is(p.loadErr, errStopped) {
+	if !errors.Is(p.loadErr, errStopped) && !errors.Is(p.loadErr, errNotOpened) {
 		c.opts.Logger.Error("partition failed to load", "partition", p.id, "err", p.loadErr)
 	}
 }

@@ -55,8 +55,9 @@ type Options struct {
 	UnsafeNoSync bool
 	// LoadInBackground makes Open return before the partitions have replayed
 	// their logs. Until a partition is loaded, requests for it fail with
-	// ErrLoading; Ready and WaitReady tell when all are. Zero (false) makes
-	// Open wait for every partition.
+	// ErrLoading; Ready and WaitReady tell when all are. If one fails to
+	// load, none is served and nothing is written, as when Open refuses.
+	// Zero (false) makes Open wait for every partition.
 	LoadInBackground bool
 	// Logger receives warnings (repaired tails, failed writes) and load
 	// progress. Nil means slog.Default().

@@ -410,13 +410,11 @@ func TestInterruptedTruncation(t *testing.T) {
 	}
 }
 
-// TestForeignJournal copies a segment of another journal whose indexes
-// line up exactly with this one's (the same appends, so the same wal and
-// record indexes): only the journal tag tells them apart, and Open
-// refuses it, naming the segment, after a crash as after a clean close.
-// A journal written before tags existed opens with one, and tags what it
-// appends from then on.
-func TestForeignJournal(t *testing.T) {
+// alikeJournals makes the same appends to two journals, of IDs "ours" and
+// "theirs", closed cleanly, whose segments start at the same indexes
+// (three or more): only the tag tells their batches apart. opts is ours.
+func alikeJournals(t *testing.T) (ours, theirs string, opts Options) {
+	t.Helper()
 	mk := func(id string) (string, Options) {
 		dir := t.TempDir()
 		opts := testOptions(t, 200)
@@ -426,12 +424,24 @@ func TestForeignJournal(t *testing.T) {
 		mustClose(t, l)
 		return dir, opts
 	}
-	ours, opts := mk("ours")
-	theirs, _ := mk("theirs")
+	ours, opts = mk("ours")
+	theirs, _ = mk("theirs")
 	segs, others := segmentFiles(t, ours), segmentFiles(t, theirs)
 	if len(segs) < 3 || !slices.Equal(segmentStarts(segs), segmentStarts(others)) {
 		t.Fatalf("segments %v and %v; want the same three or more", segmentStarts(segs), segmentStarts(others))
 	}
+	return ours, theirs, opts
+}
+
+// TestForeignJournal copies a segment of another journal whose indexes
+// line up exactly with this one's (the same appends, so the same wal and
+// record indexes): only the journal tag tells them apart, and Open
+// refuses it, naming the segment, after a crash as after a clean close.
+// A journal written before tags existed opens with one, and tags what it
+// appends from then on.
+func TestForeignJournal(t *testing.T) {
+	ours, theirs, opts := alikeJournals(t)
+	others := segmentFiles(t, theirs)
 	for _, crashed := range []bool{false, true} {
 		dir := t.TempDir()
 		copyDir(t, ours, dir)
@@ -517,5 +527,95 @@ func TestWholeFrameAtTheEndIsNotTorn(t *testing.T) {
 				t.Fatalf("Inspect = %v; want %q", err, tc.why)
 			}
 		})
+	}
+}
+
+// TestUntaggedAfterTagged splices, after a crash, batches of a journal
+// written before tags existed behind the tagged batches of one that got
+// its tag half way, where their indexes continue exactly: the tag check
+// passes them (untagged batches carry none), but a journal never writes
+// an untagged batch once it has a tag, so Open refuses, naming the
+// segment, and changes nothing.
+func TestUntaggedAfterTagged(t *testing.T) {
+	tagged := testOptions(t, 1<<20)
+	tagged.JournalID = "ours"
+	untagged := testOptions(t, 1<<20)
+
+	ours := t.TempDir()
+	l := mustOpen(t, ours, untagged)
+	mustAppend(t, l, testEntries(0, 10))
+	mustClose(t, l)
+	l = mustOpen(t, ours, tagged)
+	mustAppend(t, l, testEntries(10, 10))
+	mustClose(t, l)
+
+	theirs := t.TempDir()
+	l = mustOpen(t, theirs, untagged)
+	mustAppend(t, l, testEntries(0, 10))
+	mustAppend(t, l, testEntries(100, 10))
+	mustClose(t, l)
+
+	segs, others := segmentFiles(t, ours), segmentFiles(t, theirs)
+	if len(segs) != 1 || len(others) != 1 {
+		t.Fatalf("segments %v and %v; want one each", segmentStarts(segs), segmentStarts(others))
+	}
+	// entryEnds returns the offset after each wal entry of data.
+	entryEnds := func(data []byte) []int {
+		var ends []int
+		for pos := 0; pos < len(data); {
+			size, w := binary.Uvarint(data[pos:])
+			pos += w + int(size)
+			ends = append(ends, pos)
+		}
+		return ends
+	}
+	a, b := mustReadFile(t, segs[0].path), mustReadFile(t, others[0].path)
+	ea, eb := entryEnds(a), entryEnds(b)
+	// Ours up to batch 15 (10 untagged, 5 tagged), then theirs' 16 to 20.
+	spliced := append(append([]byte{}, a[:ea[14]]...), b[eb[14]:]...)
+	crash(t, ours)
+	if err := os.WriteFile(segs[0].path, spliced, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	before := hashDir(t, ours)
+	_, err := Open(ours, tagged)
+	var ce *CorruptError
+	if !errors.Is(err, errUntaggedBatch) || !errors.As(err, &ce) || ce.File != segs[0].name() {
+		t.Fatalf("Open with untagged batches after tagged ones = %v; want errUntaggedBatch naming %s", err, segs[0].name())
+	}
+	if hashDir(t, ours) != before {
+		t.Fatal("a refused Open changed the directory")
+	}
+}
+
+// TestForeignRingLap puts, after a crash, another journal's sync ring
+// beside segments whose last one lost every page, where the ring's lap
+// starts exactly where the segments' whole batches stop (the same appends,
+// so the same indexes): nothing overlaps to compare, and only the tag
+// tells the lap's batches apart. Open refuses, naming the ring, and
+// changes nothing; it never restores them.
+func TestForeignRingLap(t *testing.T) {
+	ours, theirs, opts := alikeJournals(t)
+	segs := segmentFiles(t, ours)
+	if err := os.Remove(filepath.Join(ours, cleanName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ours, ringName), mustReadFile(t, filepath.Join(theirs, ringName)), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(segs[len(segs)-1].path, 0); err != nil {
+		t.Fatal(err)
+	}
+	before := hashDir(t, ours)
+	l, err := Open(ours, opts)
+	if err == nil {
+		mustClose(t, l)
+	}
+	var ce *CorruptError
+	if !errors.Is(err, errForeignBatch) || !errors.As(err, &ce) || ce.File != ringName {
+		t.Fatalf("Open with another journal's sync ring = %v; want errForeignBatch naming %s", err, ringName)
+	}
+	if hashDir(t, ours) != before {
+		t.Fatal("a refused Open changed the directory")
 	}
 }

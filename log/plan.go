@@ -196,6 +196,7 @@ func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) er
 		next = p.segs[skip].index
 	}
 	var prevLast uint64
+	tagged := false    // a segment before held a tagged batch
 	var tailSize int64 // of the last segment kept
 	var cut *tornTail
 	var firsts []uint64
@@ -220,6 +221,10 @@ func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) er
 		}
 		rep.Bytes += int64(len(data))
 		res, err := scanSeg(data, s.index, prevLast, keep, tail)
+		if tagged && res.untaggedFirst && p.opts.journalTag() != 0 {
+			return scanned{rep: rep}, &CorruptError{Partition: part, File: s.name(), Batch: s.index, Err: errUntaggedBatch}
+		}
+		tagged = tagged || res.tagged
 		firsts = append(firsts, res.first)
 		rep.Batches += res.entries
 		next += uint64(res.entries)
@@ -251,6 +256,15 @@ func (p *Plan) scanFrom(skip int, from uint64, fn func(index uint64, e Entry) er
 		res, err := scanSeg(p.lap.entries(keep+1), keep+1, prevLast, math.MaxUint64, true)
 		if err != nil {
 			return scanned{rep: rep}, err
+		}
+		if tagged && res.untaggedFirst && p.opts.journalTag() != 0 {
+			return scanned{rep: rep}, &CorruptError{Partition: part, File: ringName, Batch: keep + 1, Err: errUntaggedBatch}
+		}
+		if res.bad != nil {
+			// planRestore read the lap without the journal's tag: a lap
+			// of another journal that continues the segments exactly
+			// stops here, and Open would restore it whole.
+			return scanned{rep: rep}, &CorruptError{Partition: part, File: ringName, Batch: keep + 1 + uint64(res.entries), Err: res.bad}
 		}
 		rep.Batches += res.entries
 		rep.RingBatches = res.entries

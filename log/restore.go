@@ -13,7 +13,8 @@ func lapPastClean(lap ringLap, clean *cleanMarker, partition int) error {
 	if clean == nil || len(lap.frames) == 0 || lap.lastBatch() <= clean.lastBatch {
 		return nil
 	}
-	return &CorruptError{Partition: partition, File: ringName, Batch: clean.lastBatch + 1, Err: errCleanDiffers}
+	return &CorruptError{Partition: partition, File: ringName, Batch: clean.lastBatch + 1,
+		Err: fmt.Errorf("%w: %s records entry %d as the last, the sync ring holds entries up to %d", errCleanDiffers, cleanName, clean.lastBatch, lap.lastBatch())}
 }
 
 // planRestore decides what lap, read from the ring after a crash, adds to

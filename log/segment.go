@@ -48,12 +48,15 @@ func readFile(f *os.File, buf []byte) ([]byte, error) {
 
 // scanResult is how far scanEntries got.
 type scanResult struct {
-	entries int       // whole wal entries read (those past through are not read)
-	end     int       // byte offset just past the last whole entry
-	first   uint64    // first record index of the first whole entry; 0 if none
-	last    uint64    // last record index of the last whole entry; 0 if none
-	bad     error     // why reading stopped short of through and of the end of data; nil if it did not
-	cut     *tornTail // what repairTail cut, if anything
+	entries int    // whole wal entries read (those past through are not read)
+	end     int    // byte offset just past the last whole entry
+	first   uint64 // first record index of the first whole entry; 0 if none
+	last    uint64 // last record index of the last whole entry; 0 if none
+	// tagged: a whole entry carried a journal tag (so every later one
+	// must); untaggedFirst: the first whole entry is a batch without one.
+	tagged, untaggedFirst bool
+	bad                   error     // why reading stopped short of through and of the end of data; nil if it did not
+	cut                   *tornTail // what repairTail cut, if anything
 }
 
 // scanEntries reads the wal entries of one segment, whose first entry has
@@ -61,7 +64,8 @@ type scanResult struct {
 // records in it, and that record indexes go up: past prevLast, the last
 // record index before the segment (0 if unknown), and from one entry to the
 // next; a batch of records starts right after the last record before it.
-// A batch that carries a journal tag must carry tag, unless tag is 0. It calls fn (if not nil) for every record with index >= from; a
+// A batch that carries a journal tag must carry tag, unless tag is 0, and
+// then no batch without a tag may follow one with it. It calls fn (if not nil) for every record with index >= from; a
 // format-1 frame is one record of the given partition. An error from fn
 // stops the scan and is returned as is.
 func scanEntries(data []byte, start uint64, partition int, tag uint64, prevLast, from, through uint64, fn func(index uint64, e Entry) error) (scanResult, error) {
@@ -120,9 +124,14 @@ func scan(data []byte, start uint64, partition int, tag uint64, prevLast, from, 
 		if spanErr != nil {
 			return stop(spanErr)
 		}
-		if tag != 0 && f.typ == taggedBatchType {
-			if got, _, _ := batchBody(f); got != tag {
-				return stop(errForeignBatch)
+		if tag != 0 && f.version == frameBatch {
+			if f.typ == taggedBatchType {
+				if got, _, _ := batchBody(f); got != tag {
+					return stop(errForeignBatch)
+				}
+			} else if res.tagged {
+				// A journal tags every batch once it has an ID.
+				return stop(errUntaggedBatch)
 			}
 		}
 		if first <= last {
@@ -144,6 +153,10 @@ func scan(data []byte, start uint64, partition int, tag uint64, prevLast, from, 
 			res.entries, res.end = int(index-start), pos
 			return res, err
 		}
+		if index == start {
+			res.untaggedFirst = f.version == frameBatch && f.typ != taggedBatchType
+		}
+		res.tagged = res.tagged || f.typ == taggedBatchType
 		if res.first == 0 {
 			res.first = lo
 		}

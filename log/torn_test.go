@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -160,6 +161,23 @@ func TestDamageAfterCleanClose(t *testing.T) {
 		}
 		if _, err := Open(dir, testOptions(t, 1<<20)); !errors.Is(err, errCleanMarker) {
 			t.Fatalf("Open with a damaged marker = %v", err)
+		}
+	})
+	t.Run("marker of an earlier close", func(t *testing.T) {
+		// The sync ring holds batches past the marker's end: the refusal
+		// names both files it judged.
+		dir := t.TempDir()
+		copyDir(t, base, dir)
+		earlier := mustReadFile(t, filepath.Join(dir, cleanName))
+		l := mustOpen(t, dir, testOptions(t, 1<<20))
+		mustAppend(t, l, testEntries(8, 4))
+		mustClose(t, l)
+		if err := os.WriteFile(filepath.Join(dir, cleanName), earlier, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir, testOptions(t, 1<<20))
+		if !errors.Is(err, errCleanDiffers) || !strings.Contains(err.Error(), cleanName) || !strings.Contains(err.Error(), ringName) {
+			t.Fatalf("Open with the marker of an earlier close = %v, want errCleanDiffers naming %s and %s", err, cleanName, ringName)
 		}
 	})
 	t.Run("marker removed by Open", func(t *testing.T) {
