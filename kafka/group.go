@@ -62,7 +62,8 @@ type group struct {
 
 	// Writes in flight, started under mu and finished outside it.
 	storing  bool                     // guarded by mu; the next generation is being stored
-	commits  int                      // guarded by mu; member commits being written
+	commits  int                      // guarded by mu; commits fenced and being written
+	drained  chan struct{}            // guarded by mu; closed when commits falls to 0, for storeGeneration
 	deleting map[string]chan struct{} // guarded by mu; see deletions.go
 
 	// cg is the group's state on the consumer protocol (KIP-848),
@@ -73,6 +74,10 @@ type group struct {
 // msgSessionExpired is logged, with the group and member, when a member's
 // session times out, after it has been removed.
 const msgSessionExpired = "kafka group member session expired"
+
+// msgGenerationWaits is logged at debug level, with the group, when the
+// write of a group's next generation waits for commits in flight.
+const msgGenerationWaits = "kafka group generation waits for commits in flight"
 
 // storeGenerationTimeout bounds the write of a new generation.
 const storeGenerationTimeout = 10 * time.Second
@@ -503,9 +508,11 @@ func (g *group) startRebalance() {
 
 // completeRebalance drops the members that did not rejoin and starts the
 // next generation: stored first, outside the group's lock, when the group
-// has offsets (see storeGeneration); then finishRebalance answers the
-// members. The group stays PreparingRebalance while its generation is
-// stored: members may join or leave meanwhile.
+// has offsets or commits in flight (see storeGeneration); then
+// finishRebalance answers the members. The group stays PreparingRebalance
+// while its generation is stored: members may join or leave meanwhile, and
+// commits are refused (fenceCommit), as Kafka refuses them once the
+// members have joined.
 func (g *group) completeRebalance() {
 	if g.state != statePreparingRebalance || g.storing {
 		return
@@ -647,15 +654,58 @@ func (g *group) nextGeneration() (next int32, stored bool) {
 // or takes over then starts above it, and no two memberships share a
 // generation. Cooperative clients rely on that: a member rejoins claiming
 // its partitions at the generation it last joined, and the claim at the
-// higher generation wins. It runs outside g.mu.
+// higher generation wins. It runs outside g.mu, on a goroutine of its own.
+//
+// It first waits for the commits fenced before the rebalance completed
+// (g.storing refuses new ones), as Kafka appends a group's record after
+// the commits accepted before it. A commit written after the generation
+// would be refused as stale if the group had offsets; but a group's first
+// commit would be taken, and the generation, stored while the group had no
+// offsets, would keep nothing: after a restart the next membership would
+// get it again. Waiting here holds up no heartbeat or timer.
 func (g *group) storeGeneration(gen int32) int16 {
 	ctx, cancel := context.WithTimeout(g.h.ctx, storeGenerationTimeout)
 	defer cancel()
-	err := g.h.c.StoreGeneration(ctx, g.name, gen)
+	err := g.awaitCommits(ctx)
+	if err == nil {
+		err = g.h.c.StoreGeneration(ctx, g.name, gen)
+	}
 	if err != nil {
 		g.h.log.Warn("kafka group generation not stored", "group", g.name, "generation", gen, "err", err)
 	}
 	return code(err)
+}
+
+// awaitCommits waits until the group has no commit being written. It runs
+// outside g.mu, while g.storing keeps new commits out.
+func (g *group) awaitCommits(ctx context.Context) error {
+	g.mu.Lock()
+	if g.commits == 0 {
+		g.mu.Unlock()
+		return nil
+	}
+	if g.drained == nil {
+		g.drained = make(chan struct{})
+	}
+	drained := g.drained
+	g.mu.Unlock()
+	g.h.log.Debug(msgGenerationWaits, "group", g.name)
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// committed ends a commit started under g.mu (commitInGroup), waking a
+// generation that waits for it. g.mu is held.
+func (g *group) committed() {
+	g.commits--
+	if g.commits == 0 && g.drained != nil {
+		close(g.drained)
+		g.drained = nil
+	}
 }
 
 // vote picks the protocol: each member votes for its most preferred

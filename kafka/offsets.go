@@ -79,11 +79,11 @@ func (h *Handler) commitOffsets(req *kmsg.OffsetCommitRequest) ([]coordinator.Of
 
 // commitInGroup fences the commit by the group's membership, then writes
 // it outside the group's lock. A rebalance may complete while the commit
-// is written: the commit is then either written before the new generation
-// is stored, and so before any member learns it, or refused by the
-// coordinator as stale; a group that has commits in flight stores its next
-// generation even before it has offsets (nextGeneration). A commit of a
-// topic whose offsets are being deleted waits for the deletion.
+// is written: the new generation is stored only once the commit is
+// written (storeGeneration), and so lands after it in the log, and a group
+// that has commits in flight stores its next generation even before it has
+// offsets (nextGeneration). A commit of a topic whose offsets are being
+// deleted waits for the deletion.
 func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitRequest, offsets []coordinator.OffsetCommit) int16 {
 	if len(offsets) == 0 {
 		return 0
@@ -133,10 +133,13 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 			return c
 		}
 	}
+	if h.commitFenced != nil {
+		h.commitFenced()
+	}
 	_, err := h.c.CommitGeneration(ctx, req.Group, stored, offsets)
 	if g != nil {
 		g.mu.Lock()
-		g.commits--
+		g.committed()
 		if m != nil && err == nil && g.members[m.id] == m {
 			g.heartbeat(m)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -357,4 +358,90 @@ func TestGenerationNotReusedAfterRestart(t *testing.T) {
 		t.Errorf("generation after the restart is %d, want above %d from before it", j2.Generation, j.Generation)
 	}
 	wantCode(t, "commit at the old generation", gc2.commit("g", j.MemberID, j.Generation, nil), kerr.UnknownMemberID)
+}
+
+// A group's first commit, fenced before a rebalance completes and still
+// being written when the rebalance stores the next generation, lands
+// before that generation: were it written after, the generation would have
+// been stored for a group without offsets, which keeps nothing, and after a
+// restart the next membership would get it again.
+func TestGenerationNotReusedAfterFirstCommitInFlight(t *testing.T) {
+	dir := t.TempDir()
+	c, err := coordinator.Open(dir, coordinatorOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := make(chan string, 4)
+	o := testHandlerOptions()
+	o.Logger = slog.New(logged{msg: msgGenerationWaits, key: "group", to: waits})
+	h := newHandler(t, c, o)
+	gc := groupClient{t, h}
+	j := gc.join("g", time.Minute, time.Minute)
+	wantCode(t, "join", j.ErrorCode, nil)
+	wantCode(t, "sync", gc.sync("g", j.MemberID, j.Generation, nil).ErrorCode, nil)
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	h.commitFenced = func() {
+		if first.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+	}
+	ctx := testContext(t)
+	from := Client{ID: "test", Host: "127.0.0.1"}
+	committed := make(chan kmsg.Response, 1)
+	go func() {
+		req := commitRequest("g")
+		req.Version = 9
+		req.MemberID, req.Generation = j.MemberID, j.Generation
+		resp, err := h.Handle(ctx, req, from)
+		if err != nil {
+			t.Error(err)
+		}
+		committed <- resp
+	}()
+	<-held // the group's first commit is fenced and not yet written
+
+	// The leader rejoins: the rebalance completes at once.
+	rejoined := make(chan kmsg.Response, 1)
+	go func() {
+		resp, err := h.Handle(ctx, gc.joinRequest("g", j.MemberID, nil, time.Minute, time.Minute), from)
+		if err != nil {
+			t.Error(err)
+		}
+		rejoined <- resp
+	}()
+	var next *kmsg.JoinGroupResponse
+	select {
+	case resp := <-rejoined: // the generation was stored before the commit
+		next = resp.(*kmsg.JoinGroupResponse)
+	case <-waits: // the generation waits for the commit
+		// and takes no other commit meanwhile: one taken after the
+		// wait could land after the generation.
+		wantCode(t, "commit while the generation is stored", gc.commit("g", j.MemberID, j.Generation, nil), kerr.RebalanceInProgress)
+	}
+	close(release)
+	if resp := <-committed; resp != nil {
+		wantCode(t, "commit at the first generation", resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	if next == nil {
+		next = (<-rejoined).(*kmsg.JoinGroupResponse)
+	}
+	wantCode(t, "rejoin", next.ErrorCode, nil)
+	if next.Generation <= j.Generation {
+		t.Fatalf("rejoin at generation %d, want above %d", next.Generation, j.Generation)
+	}
+	h.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := openCoordinator(t, dir)
+	gc2 := groupClient{t, newHandler(t, c2, testHandlerOptions())}
+	after := gc2.join("g", time.Minute, time.Minute)
+	wantCode(t, "join after the restart", after.ErrorCode, nil)
+	if after.Generation <= next.Generation {
+		t.Errorf("generation after the restart is %d, want above %d, which members learned before it", after.Generation, next.Generation)
+	}
 }
