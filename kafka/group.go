@@ -61,10 +61,11 @@ type group struct {
 	joins        uint64             // guarded by mu; orders members by first join
 
 	// Writes in flight, started under mu and finished outside it.
-	storing  bool                     // guarded by mu; the next generation is being stored
-	commits  int                      // guarded by mu; commits fenced and being written
-	drained  chan struct{}            // guarded by mu; closed when commits falls to 0, for storeGeneration
-	deleting map[string]chan struct{} // guarded by mu; see deletions.go
+	storing    bool                     // guarded by mu; the next generation is being stored
+	commits    int                      // guarded by mu; commits fenced and being written
+	committing map[string]int           // guarded by mu; the same, counted by topic
+	ended      chan struct{}            // guarded by mu; closed when one of them ends, for awaitCommits
+	deleting   map[string]chan struct{} // guarded by mu; see deletions.go
 
 	// cg is the group's state on the consumer protocol (KIP-848),
 	// consumer.go; nil for a classic group.
@@ -75,9 +76,10 @@ type group struct {
 // session times out, after it has been removed.
 const msgSessionExpired = "kafka group member session expired"
 
-// msgGenerationWaits is logged at debug level, with the group, when the
-// write of a group's next generation waits for commits in flight.
-const msgGenerationWaits = "kafka group generation waits for commits in flight"
+// msgWaitsForCommits is logged at debug level, with the group and the
+// write ("generation" or "deletion"), when a write the group decided waits
+// for the commits it fenced before.
+const msgWaitsForCommits = "kafka group write waits for commits in flight"
 
 // storeGenerationTimeout bounds the write of a new generation.
 const storeGenerationTimeout = 10 * time.Second
@@ -666,7 +668,7 @@ func (g *group) nextGeneration() (next int32, stored bool) {
 func (g *group) storeGeneration(gen int32) int16 {
 	ctx, cancel := context.WithTimeout(g.h.ctx, storeGenerationTimeout)
 	defer cancel()
-	err := g.awaitCommits(ctx)
+	err := g.awaitCommits(ctx, "generation", func() bool { return g.commits > 0 })
 	if err == nil {
 		err = g.h.c.StoreGeneration(ctx, g.name, gen)
 	}
@@ -676,35 +678,59 @@ func (g *group) storeGeneration(gen int32) int16 {
 	return code(err)
 }
 
-// awaitCommits waits until the group has no commit being written. It runs
-// outside g.mu, while g.storing keeps new commits out.
-func (g *group) awaitCommits(ctx context.Context) error {
-	g.mu.Lock()
-	if g.commits == 0 {
-		g.mu.Unlock()
-		return nil
+// startCommit notes a commit of topics, fenced and about to be written.
+// g.mu is held.
+func (g *group) startCommit(topics []string) {
+	g.commits++
+	if g.committing == nil {
+		g.committing = map[string]int{}
 	}
-	if g.drained == nil {
-		g.drained = make(chan struct{})
-	}
-	drained := g.drained
-	g.mu.Unlock()
-	g.h.log.Debug(msgGenerationWaits, "group", g.name)
-	select {
-	case <-drained:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, t := range topics {
+		g.committing[t]++
 	}
 }
 
-// committed ends a commit started under g.mu (commitInGroup), waking a
-// generation that waits for it. g.mu is held.
-func (g *group) committed() {
+// endCommit ends a commit noted by startCommit, waking the writes that
+// wait for it. g.mu is held.
+func (g *group) endCommit(topics []string) {
 	g.commits--
-	if g.commits == 0 && g.drained != nil {
-		close(g.drained)
-		g.drained = nil
+	for _, t := range topics {
+		if g.committing[t]--; g.committing[t] == 0 {
+			delete(g.committing, t)
+		}
+	}
+	if g.ended != nil {
+		close(g.ended)
+		g.ended = nil
+	}
+}
+
+// awaitCommits waits, outside g.mu, until inFlight (called under g.mu)
+// reports no commit that write must follow. The commits it waits for were
+// fenced before write was decided, and the group keeps new ones from
+// joining them (g.storing, g.deleting), so the wait ends.
+func (g *group) awaitCommits(ctx context.Context, write string, inFlight func() bool) error {
+	logged := false
+	for {
+		g.mu.Lock()
+		if !inFlight() {
+			g.mu.Unlock()
+			return nil
+		}
+		if g.ended == nil {
+			g.ended = make(chan struct{})
+		}
+		ended := g.ended
+		g.mu.Unlock()
+		if !logged {
+			g.h.log.Debug(msgWaitsForCommits, "group", g.name, "write", write)
+			logged = true
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

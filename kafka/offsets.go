@@ -116,7 +116,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 			}
 			if deleted = in.deletionOf(topics...); deleted == nil {
 				g = in
-				g.commits++
+				g.startCommit(topics)
 			}
 		})
 		if !found && generation != coordinator.NoGeneration {
@@ -139,7 +139,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 	_, err := h.c.CommitGeneration(ctx, req.Group, stored, offsets)
 	if g != nil {
 		g.mu.Lock()
-		g.committed()
+		g.endCommit(topics)
 		if m != nil && err == nil && g.members[m.id] == m {
 			g.heartbeat(m)
 		}
@@ -355,7 +355,10 @@ func (h *Handler) deleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteReque
 			for j, p := range t.Partitions {
 				parts[j] = p.Partition
 			}
-			err := h.c.DeleteOffsets(ctx, req.Group, t.Topic, parts...)
+			err := g.awaitCommits(ctx, "deletion", func() bool { return g.committing[t.Topic] > 0 })
+			if err == nil {
+				err = h.c.DeleteOffsets(ctx, req.Group, t.Topic, parts...)
+			}
 			if !errors.Is(err, coordinator.ErrNotFound) { // no offset there: nothing to delete, as in Kafka
 				codes[i] = code(err)
 			}

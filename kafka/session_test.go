@@ -373,7 +373,7 @@ func TestGenerationNotReusedAfterFirstCommitInFlight(t *testing.T) {
 	}
 	waits := make(chan string, 4)
 	o := testHandlerOptions()
-	o.Logger = slog.New(logged{msg: msgGenerationWaits, key: "group", to: waits})
+	o.Logger = slog.New(logged{msg: msgWaitsForCommits, key: "write", to: waits})
 	h := newHandler(t, c, o)
 	gc := groupClient{t, h}
 	j := gc.join("g", time.Minute, time.Minute)
@@ -443,5 +443,103 @@ func TestGenerationNotReusedAfterFirstCommitInFlight(t *testing.T) {
 	wantCode(t, "join after the restart", after.ErrorCode, nil)
 	if after.Generation <= next.Generation {
 		t.Errorf("generation after the restart is %d, want above %d, which members learned before it", after.Generation, next.Generation)
+	}
+}
+
+// A deletion removes the commits fenced before it was decided, as Kafka's
+// tombstones follow the commits it accepted before them: a commit still
+// being written when an OffsetDelete or DeleteGroups of an Empty group is
+// decided lands before the tombstone, not after it.
+func TestDeletionFollowsCommitsInFlight(t *testing.T) {
+	deleteOffsets := kmsg.NewPtrOffsetDeleteRequest()
+	deleteOffsets.Group = "g"
+	deleteOffsets.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+	deleteGroup := kmsg.NewPtrDeleteGroupsRequest()
+	deleteGroup.Groups = []string{"g"}
+	for _, tc := range []struct {
+		name   string
+		delete kmsg.Request
+		code   func(kmsg.Response) int16
+	}{
+		{"OffsetDelete", deleteOffsets, func(r kmsg.Response) int16 {
+			resp := r.(*kmsg.OffsetDeleteResponse)
+			if resp.ErrorCode != 0 {
+				return resp.ErrorCode
+			}
+			return resp.Topics[0].Partitions[0].ErrorCode
+		}},
+		{"DeleteGroups", deleteGroup, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openCoordinator(t, t.TempDir())
+			waits := make(chan string, 4)
+			o := testHandlerOptions()
+			o.Logger = slog.New(logged{msg: msgWaitsForCommits, key: "write", to: waits})
+			h := newHandler(t, c, o)
+			gc := groupClient{t, h}
+			// An Empty group with offsets, whose state stays in memory.
+			j := gc.join("g", time.Minute, time.Minute)
+			wantCode(t, "sync", gc.sync("g", j.MemberID, j.Generation, nil).ErrorCode, nil)
+			wantCode(t, "commit", gc.commit("g", j.MemberID, j.Generation, nil), nil)
+			leave := kmsg.NewPtrLeaveGroupRequest()
+			leave.Group, leave.MemberID = "g", j.MemberID
+			wantCode(t, "leave", gc.do(leave).(*kmsg.LeaveGroupResponse).ErrorCode, nil)
+			if got := gc.state("g"); got != "Empty" {
+				t.Fatalf("state %s, want Empty", got)
+			}
+
+			held, release := make(chan struct{}), make(chan struct{})
+			var first atomic.Bool
+			h.commitFenced = func() {
+				if first.CompareAndSwap(false, true) {
+					close(held)
+					<-release
+				}
+			}
+			ctx := testContext(t)
+			from := Client{ID: "test", Host: "127.0.0.1"}
+			committed := make(chan int16, 1)
+			go func() {
+				req := commitRequest("g")
+				req.Topics[0].Partitions[0].Offset = 9
+				resp, err := h.Handle(ctx, req, from)
+				if err != nil {
+					t.Error(err)
+					committed <- -1
+					return
+				}
+				committed <- resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			}()
+			<-held // a simple commit is fenced and not yet written
+
+			deleted := make(chan int16, 1)
+			go func() {
+				resp, err := h.Handle(ctx, tc.delete, from)
+				if err != nil {
+					t.Error(err)
+					deleted <- -1
+					return
+				}
+				deleted <- tc.code(resp)
+			}()
+			deletedCode, answered := int16(0), false
+			select {
+			case deletedCode = <-deleted: // written before the commit
+				answered = true
+			case w := <-waits:
+				if w != "deletion" {
+					t.Fatalf("%s waits for commits, want the deletion", w)
+				}
+			}
+			close(release)
+			wantCode(t, "simple commit", <-committed, nil)
+			if !answered {
+				deletedCode = <-deleted
+			}
+			wantCode(t, tc.name, deletedCode, nil)
+			if o, ok, err := c.Fetch("g", "orders", 0); err != nil || ok {
+				t.Errorf("after %s: offset %d (found %v, err %v), want none: the commit fenced before it landed after it", tc.name, o.Offset, ok, err)
+			}
+		})
 	}
 }
