@@ -633,6 +633,28 @@ func (g *group) forgetIfUnused() {
 	})
 }
 
+// blank reports whether the group holds nothing the coordinator does not:
+// it never had a member and has no write in flight, as a group made only
+// to count a simple commit while it was written. g.mu is held.
+func (g *group) blank() bool {
+	return g.state == stateEmpty && g.cg == nil && g.joins == 0 && g.generation == 0 &&
+		len(g.members) == 0 && len(g.pending) == 0 && !g.storing && g.commits == 0 && len(g.deleting) == 0
+}
+
+// forgetBlank drops g if it is still blank (see blank). It takes the
+// handler's lock, then the group's, as inGroup does, and runs in the
+// request, so a simple commit leaves nothing behind and schedules no timer.
+func (h *Handler) forgetBlank(g *group) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h.groups[g.name] == g && g.blank() {
+		g.state = stateDead
+		delete(h.groups, g.name)
+	}
+}
+
 // empty reports whether the group has no members on either protocol.
 func (g *group) empty() bool {
 	return g.state == stateEmpty && (g.cg == nil || len(g.cg.members) == 0)
@@ -640,8 +662,9 @@ func (g *group) empty() bool {
 
 // nextGeneration is above the group's last generation in memory and above
 // every generation made durable, so that members from before a restart are
-// fenced. stored reports whether the group has offsets, or a member's
-// commit in flight that may give it some, and so keeps its generation.
+// fenced. stored reports whether the group has offsets, or a commit in
+// flight (a member's or a simple one) that may give it some, and so keeps
+// its generation.
 func (g *group) nextGeneration() (next int32, stored bool) {
 	next = g.generation + 1
 	info, ok, err := g.h.c.Group(g.name)

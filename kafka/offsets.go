@@ -102,7 +102,11 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 	for {
 		var c int16
 		var deleted <-chan struct{}
-		found := h.inGroup(req.Group, false, func(in *group) {
+		// A simple commit is counted in the group even when the handler
+		// holds nothing of it: a member may join while it is written, and
+		// the rebalance must see it (nextGeneration, storeGeneration), as
+		// a deletion must (deletions.go).
+		found := h.inGroup(req.Group, generation == coordinator.NoGeneration, func(in *group) {
 			if in.cg != nil {
 				// Member epochs are not generations: they are fenced
 				// here, and the coordinator takes a simple commit.
@@ -137,16 +141,18 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 		h.commitFenced()
 	}
 	_, err := h.c.CommitGeneration(ctx, req.Group, stored, offsets)
-	if g != nil {
-		g.mu.Lock()
-		g.endCommit(topics)
-		if m != nil && err == nil && g.members[m.id] == m {
-			g.heartbeat(m)
-		}
-		if g.commits == 0 && err != nil && g.empty() && len(g.members) == 0 {
-			g.forgetIfUnused() // a refused commit may leave nothing to keep
-		}
-		g.mu.Unlock()
+	g.mu.Lock()
+	g.endCommit(topics)
+	if m != nil && err == nil && g.members[m.id] == m {
+		g.heartbeat(m)
+	}
+	blank := g.blank()
+	if !blank && g.commits == 0 && err != nil && g.empty() && len(g.members) == 0 {
+		g.forgetIfUnused() // a refused commit may leave nothing to keep
+	}
+	g.mu.Unlock()
+	if blank {
+		h.forgetBlank(g)
 	}
 	return code(err)
 }

@@ -451,24 +451,35 @@ func TestGenerationNotReusedAfterFirstCommitInFlight(t *testing.T) {
 // being written when an OffsetDelete or DeleteGroups of an Empty group is
 // decided lands before the tombstone, not after it.
 func TestDeletionFollowsCommitsInFlight(t *testing.T) {
-	deleteOffsets := kmsg.NewPtrOffsetDeleteRequest()
-	deleteOffsets.Group = "g"
-	deleteOffsets.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
-	deleteGroup := kmsg.NewPtrDeleteGroupsRequest()
-	deleteGroup.Groups = []string{"g"}
+	deleteOffsets := func() kmsg.Request {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = "g"
+		req.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "orders", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+		return req
+	}
+	deleteGroup := func() kmsg.Request {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{"g"}
+		return req
+	}
+	offsetDeleted := func(r kmsg.Response) int16 {
+		resp := r.(*kmsg.OffsetDeleteResponse)
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	groupDeleted := func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }
 	for _, tc := range []struct {
 		name   string
-		delete kmsg.Request
+		joined bool // the group had a member, and so is held in memory
+		delete func() kmsg.Request
 		code   func(kmsg.Response) int16
 	}{
-		{"OffsetDelete", deleteOffsets, func(r kmsg.Response) int16 {
-			resp := r.(*kmsg.OffsetDeleteResponse)
-			if resp.ErrorCode != 0 {
-				return resp.ErrorCode
-			}
-			return resp.Topics[0].Partitions[0].ErrorCode
-		}},
-		{"DeleteGroups", deleteGroup, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode }},
+		{"OffsetDelete", true, deleteOffsets, offsetDeleted},
+		{"DeleteGroups", true, deleteGroup, groupDeleted},
+		{"OffsetDelete/NeverJoined", false, deleteOffsets, offsetDeleted},
+		{"DeleteGroups/NeverJoined", false, deleteGroup, groupDeleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := openCoordinator(t, t.TempDir())
@@ -477,13 +488,17 @@ func TestDeletionFollowsCommitsInFlight(t *testing.T) {
 			o.Logger = slog.New(logged{msg: msgWaitsForCommits, key: "write", to: waits})
 			h := newHandler(t, c, o)
 			gc := groupClient{t, h}
-			// An Empty group with offsets, whose state stays in memory.
-			j := gc.join("g", time.Minute, time.Minute)
-			wantCode(t, "sync", gc.sync("g", j.MemberID, j.Generation, nil).ErrorCode, nil)
-			wantCode(t, "commit", gc.commit("g", j.MemberID, j.Generation, nil), nil)
-			leave := kmsg.NewPtrLeaveGroupRequest()
-			leave.Group, leave.MemberID = "g", j.MemberID
-			wantCode(t, "leave", gc.do(leave).(*kmsg.LeaveGroupResponse).ErrorCode, nil)
+			// An Empty group with offsets.
+			if tc.joined {
+				j := gc.join("g", time.Minute, time.Minute)
+				wantCode(t, "sync", gc.sync("g", j.MemberID, j.Generation, nil).ErrorCode, nil)
+				wantCode(t, "commit", gc.commit("g", j.MemberID, j.Generation, nil), nil)
+				leave := kmsg.NewPtrLeaveGroupRequest()
+				leave.Group, leave.MemberID = "g", j.MemberID
+				wantCode(t, "leave", gc.do(leave).(*kmsg.LeaveGroupResponse).ErrorCode, nil)
+			} else {
+				wantCode(t, "commit", gc.commit("g", "", -1, nil), nil)
+			}
 			if got := gc.state("g"); got != "Empty" {
 				t.Fatalf("state %s, want Empty", got)
 			}
@@ -514,7 +529,7 @@ func TestDeletionFollowsCommitsInFlight(t *testing.T) {
 
 			deleted := make(chan int16, 1)
 			go func() {
-				resp, err := h.Handle(ctx, tc.delete, from)
+				resp, err := h.Handle(ctx, tc.delete(), from)
 				if err != nil {
 					t.Error(err)
 					deleted <- -1
@@ -541,5 +556,89 @@ func TestDeletionFollowsCommitsInFlight(t *testing.T) {
 				t.Errorf("after %s: offset %d (found %v, err %v), want none: the commit fenced before it landed after it", tc.name, o.Offset, ok, err)
 			}
 		})
+	}
+}
+
+// A simple commit to a group the handler holds nothing of is counted in
+// the group all the same: a member that joins while it is being written
+// gets a generation stored after it, so the group, which has offsets once
+// the commit lands, never hands that generation out again after a restart.
+func TestGenerationNotReusedAfterSimpleCommitInFlight(t *testing.T) {
+	dir := t.TempDir()
+	c, err := coordinator.Open(dir, coordinatorOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := make(chan string, 4)
+	o := testHandlerOptions()
+	o.Logger = slog.New(logged{msg: msgWaitsForCommits, key: "write", to: waits})
+	h := newHandler(t, c, o)
+	gc := groupClient{t, h}
+	held, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	h.commitFenced = func() {
+		if first.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+	}
+	ctx := testContext(t)
+	from := Client{ID: "test", Host: "127.0.0.1"}
+	committed := make(chan int16, 1)
+	go func() {
+		resp, err := h.Handle(ctx, commitRequest("g"), from)
+		if err != nil {
+			t.Error(err)
+			committed <- -1
+			return
+		}
+		committed <- resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}()
+	<-held // the group's first commit, a simple one, is fenced and not yet written
+
+	joined := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		req := gc.joinRequest("g", "", nil, time.Minute, time.Minute)
+		for {
+			resp, err := h.Handle(ctx, req, from)
+			if err != nil {
+				t.Error(err)
+				joined <- nil
+				return
+			}
+			j := resp.(*kmsg.JoinGroupResponse)
+			if j.ErrorCode != kerr.MemberIDRequired.Code {
+				joined <- j
+				return
+			}
+			req.MemberID = j.MemberID
+		}
+	}()
+	var j *kmsg.JoinGroupResponse
+	select {
+	case j = <-joined: // the generation was handed out before the commit landed
+	case <-committed:
+		t.Fatal("the commit was written while held")
+	case <-waits: // the generation waits for the commit
+	}
+	close(release)
+	wantCode(t, "simple commit", <-committed, nil)
+	if j == nil {
+		if j = <-joined; j == nil {
+			t.FailNow()
+		}
+	}
+	wantCode(t, "join", j.ErrorCode, nil)
+	h.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := openCoordinator(t, dir)
+	gc2 := groupClient{t, newHandler(t, c2, testHandlerOptions())}
+	after := gc2.join("g", time.Minute, time.Minute)
+	wantCode(t, "join after the restart", after.ErrorCode, nil)
+	if after.Generation <= j.Generation {
+		t.Errorf("generation after the restart is %d, want above %d, which a member learned before it", after.Generation, j.Generation)
 	}
 }
