@@ -7,7 +7,10 @@ package kafka
 // requests it would reorder wait for it: a commit of the topic (or of any
 // topic, for the whole group), a join while the group is deleted, and
 // another deletion of the same offsets. Heartbeats and the rest do not
-// wait.
+// wait. The deletion itself first waits for the commits of the topic (or
+// of the group) fenced before it was decided (awaitCommits), so that it
+// removes them, as Kafka's tombstones follow the commits accepted before
+// them; new ones wait for the deletion, so the wait ends.
 
 // startDeletion notes a deletion of the group's offsets on topic, or of
 // the whole group when topic is "". g.mu is held.

@@ -61,9 +61,11 @@ type group struct {
 	joins        uint64             // guarded by mu; orders members by first join
 
 	// Writes in flight, started under mu and finished outside it.
-	storing  bool                     // guarded by mu; the next generation is being stored
-	commits  int                      // guarded by mu; member commits being written
-	deleting map[string]chan struct{} // guarded by mu; see deletions.go
+	storing    bool                     // guarded by mu; the next generation is being stored
+	commits    int                      // guarded by mu; commits fenced and being written
+	committing map[string]int           // guarded by mu; the same, counted by topic
+	ended      chan struct{}            // guarded by mu; closed when one of them ends, for awaitCommits
+	deleting   map[string]chan struct{} // guarded by mu; see deletions.go
 
 	// cg is the group's state on the consumer protocol (KIP-848),
 	// consumer.go; nil for a classic group.
@@ -73,6 +75,11 @@ type group struct {
 // msgSessionExpired is logged, with the group and member, when a member's
 // session times out, after it has been removed.
 const msgSessionExpired = "kafka group member session expired"
+
+// msgWaitsForCommits is logged at debug level, with the group and the
+// write ("generation" or "deletion"), when a write the group decided waits
+// for the commits it fenced before.
+const msgWaitsForCommits = "kafka group write waits for commits in flight"
 
 // storeGenerationTimeout bounds the write of a new generation.
 const storeGenerationTimeout = 10 * time.Second
@@ -503,9 +510,11 @@ func (g *group) startRebalance() {
 
 // completeRebalance drops the members that did not rejoin and starts the
 // next generation: stored first, outside the group's lock, when the group
-// has offsets (see storeGeneration); then finishRebalance answers the
-// members. The group stays PreparingRebalance while its generation is
-// stored: members may join or leave meanwhile.
+// has offsets or commits in flight (see storeGeneration); then
+// finishRebalance answers the members. The group stays PreparingRebalance
+// while its generation is stored: members may join or leave meanwhile, and
+// commits are refused (fenceCommit), as Kafka refuses them once the
+// members have joined.
 func (g *group) completeRebalance() {
 	if g.state != statePreparingRebalance || g.storing {
 		return
@@ -624,6 +633,28 @@ func (g *group) forgetIfUnused() {
 	})
 }
 
+// blank reports whether the group holds nothing the coordinator does not:
+// it never had a member and has no write in flight, as a group made only
+// to count a simple commit while it was written. g.mu is held.
+func (g *group) blank() bool {
+	return g.state == stateEmpty && g.cg == nil && g.joins == 0 && g.generation == 0 &&
+		len(g.members) == 0 && len(g.pending) == 0 && !g.storing && g.commits == 0 && len(g.deleting) == 0
+}
+
+// forgetBlank drops g if it is still blank (see blank). It takes the
+// handler's lock, then the group's, as inGroup does, and runs in the
+// request, so a simple commit leaves nothing behind and schedules no timer.
+func (h *Handler) forgetBlank(g *group) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h.groups[g.name] == g && g.blank() {
+		g.state = stateDead
+		delete(h.groups, g.name)
+	}
+}
+
 // empty reports whether the group has no members on either protocol.
 func (g *group) empty() bool {
 	return g.state == stateEmpty && (g.cg == nil || len(g.cg.members) == 0)
@@ -631,8 +662,9 @@ func (g *group) empty() bool {
 
 // nextGeneration is above the group's last generation in memory and above
 // every generation made durable, so that members from before a restart are
-// fenced. stored reports whether the group has offsets, or a member's
-// commit in flight that may give it some, and so keeps its generation.
+// fenced. stored reports whether the group has offsets, or a commit in
+// flight (a member's or a simple one) that may give it some, and so keeps
+// its generation.
 func (g *group) nextGeneration() (next int32, stored bool) {
 	next = g.generation + 1
 	info, ok, err := g.h.c.Group(g.name)
@@ -647,15 +679,82 @@ func (g *group) nextGeneration() (next int32, stored bool) {
 // or takes over then starts above it, and no two memberships share a
 // generation. Cooperative clients rely on that: a member rejoins claiming
 // its partitions at the generation it last joined, and the claim at the
-// higher generation wins. It runs outside g.mu.
+// higher generation wins. It runs outside g.mu, on a goroutine of its own.
+//
+// It first waits for the commits fenced before the rebalance completed
+// (g.storing refuses new ones), as Kafka appends a group's record after
+// the commits accepted before it. A commit written after the generation
+// would be refused as stale if the group had offsets; but a group's first
+// commit would be taken, and the generation, stored while the group had no
+// offsets, would keep nothing: after a restart the next membership would
+// get it again. Waiting here holds up no heartbeat or timer.
 func (g *group) storeGeneration(gen int32) int16 {
 	ctx, cancel := context.WithTimeout(g.h.ctx, storeGenerationTimeout)
 	defer cancel()
-	err := g.h.c.StoreGeneration(ctx, g.name, gen)
+	err := g.awaitCommits(ctx, "generation", func() bool { return g.commits > 0 })
+	if err == nil {
+		err = g.h.c.StoreGeneration(ctx, g.name, gen)
+	}
 	if err != nil {
 		g.h.log.Warn("kafka group generation not stored", "group", g.name, "generation", gen, "err", err)
 	}
 	return code(err)
+}
+
+// startCommit notes a commit of topics, fenced and about to be written.
+// g.mu is held.
+func (g *group) startCommit(topics []string) {
+	g.commits++
+	if g.committing == nil {
+		g.committing = map[string]int{}
+	}
+	for _, t := range topics {
+		g.committing[t]++
+	}
+}
+
+// endCommit ends a commit noted by startCommit, waking the writes that
+// wait for it. g.mu is held.
+func (g *group) endCommit(topics []string) {
+	g.commits--
+	for _, t := range topics {
+		if g.committing[t]--; g.committing[t] == 0 {
+			delete(g.committing, t)
+		}
+	}
+	if g.ended != nil {
+		close(g.ended)
+		g.ended = nil
+	}
+}
+
+// awaitCommits waits, outside g.mu, until inFlight (called under g.mu)
+// reports no commit that write must follow. The commits it waits for were
+// fenced before write was decided, and the group keeps new ones from
+// joining them (g.storing, g.deleting), so the wait ends.
+func (g *group) awaitCommits(ctx context.Context, write string, inFlight func() bool) error {
+	logged := false
+	for {
+		g.mu.Lock()
+		if !inFlight() {
+			g.mu.Unlock()
+			return nil
+		}
+		if g.ended == nil {
+			g.ended = make(chan struct{})
+		}
+		ended := g.ended
+		g.mu.Unlock()
+		if !logged {
+			g.h.log.Debug(msgWaitsForCommits, "group", g.name, "write", write)
+			logged = true
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // vote picks the protocol: each member votes for its most preferred

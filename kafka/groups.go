@@ -250,7 +250,10 @@ func (h *Handler) deleteGroup(ctx context.Context, name string) int16 {
 		if c != 0 {
 			return c
 		}
-		err := h.c.DeleteGroup(ctx, name)
+		err := g.awaitCommits(ctx, "deletion", func() bool { return g.commits > 0 })
+		if err == nil {
+			err = h.c.DeleteGroup(ctx, name)
+		}
 		g.mu.Lock()
 		dead := err == nil || errors.Is(err, coordinator.ErrNotFound)
 		if dead {

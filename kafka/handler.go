@@ -49,6 +49,10 @@ type Handler struct {
 	writesMu sync.Mutex     // taken after any group's lock, never before
 	writing  bool           // guarded by writesMu; false once Close began
 	writes   sync.WaitGroup // the writes started by goWrite
+
+	// commitFenced, set by tests before the first request, runs between
+	// a commit's fence and its write, to hold the commit in flight.
+	commitFenced func()
 }
 
 // NewHandler returns a Handler serving c's groups. opts is copied; bad

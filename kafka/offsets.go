@@ -79,11 +79,11 @@ func (h *Handler) commitOffsets(req *kmsg.OffsetCommitRequest) ([]coordinator.Of
 
 // commitInGroup fences the commit by the group's membership, then writes
 // it outside the group's lock. A rebalance may complete while the commit
-// is written: the commit is then either written before the new generation
-// is stored, and so before any member learns it, or refused by the
-// coordinator as stale; a group that has commits in flight stores its next
-// generation even before it has offsets (nextGeneration). A commit of a
-// topic whose offsets are being deleted waits for the deletion.
+// is written: the new generation is stored only once the commit is
+// written (storeGeneration), and so lands after it in the log, and a group
+// that has commits in flight stores its next generation even before it has
+// offsets (nextGeneration). A commit of a topic whose offsets are being
+// deleted waits for the deletion.
 func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitRequest, offsets []coordinator.OffsetCommit) int16 {
 	if len(offsets) == 0 {
 		return 0
@@ -102,7 +102,11 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 	for {
 		var c int16
 		var deleted <-chan struct{}
-		found := h.inGroup(req.Group, false, func(in *group) {
+		// A simple commit is counted in the group even when the handler
+		// holds nothing of it: a member may join while it is written, and
+		// the rebalance must see it (nextGeneration, storeGeneration), as
+		// a deletion must (deletions.go).
+		found := h.inGroup(req.Group, generation == coordinator.NoGeneration, func(in *group) {
 			if in.cg != nil {
 				// Member epochs are not generations: they are fenced
 				// here, and the coordinator takes a simple commit.
@@ -116,7 +120,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 			}
 			if deleted = in.deletionOf(topics...); deleted == nil {
 				g = in
-				g.commits++
+				g.startCommit(topics)
 			}
 		})
 		if !found && generation != coordinator.NoGeneration {
@@ -133,17 +137,22 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 			return c
 		}
 	}
+	if h.commitFenced != nil {
+		h.commitFenced()
+	}
 	_, err := h.c.CommitGeneration(ctx, req.Group, stored, offsets)
-	if g != nil {
-		g.mu.Lock()
-		g.commits--
-		if m != nil && err == nil && g.members[m.id] == m {
-			g.heartbeat(m)
-		}
-		if g.commits == 0 && err != nil && g.empty() && len(g.members) == 0 {
-			g.forgetIfUnused() // a refused commit may leave nothing to keep
-		}
-		g.mu.Unlock()
+	g.mu.Lock()
+	g.endCommit(topics)
+	if m != nil && err == nil && g.members[m.id] == m {
+		g.heartbeat(m)
+	}
+	blank := g.blank()
+	if !blank && g.commits == 0 && err != nil && g.empty() && len(g.members) == 0 {
+		g.forgetIfUnused() // a refused commit may leave nothing to keep
+	}
+	g.mu.Unlock()
+	if blank {
+		h.forgetBlank(g)
 	}
 	return code(err)
 }
@@ -352,7 +361,10 @@ func (h *Handler) deleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteReque
 			for j, p := range t.Partitions {
 				parts[j] = p.Partition
 			}
-			err := h.c.DeleteOffsets(ctx, req.Group, t.Topic, parts...)
+			err := g.awaitCommits(ctx, "deletion", func() bool { return g.committing[t.Topic] > 0 })
+			if err == nil {
+				err = h.c.DeleteOffsets(ctx, req.Group, t.Topic, parts...)
+			}
 			if !errors.Is(err, coordinator.ErrNotFound) { // no offset there: nothing to delete, as in Kafka
 				codes[i] = code(err)
 			}

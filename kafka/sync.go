@@ -113,8 +113,14 @@ func (g *group) fenceMember(memberID string, instanceID *string, generation int3
 // fenceCommit checks an OffsetCommit against the group's membership, as
 // Kafka does: a group without members takes only simple commits
 // (generation -1); a group with members takes commits from its members at
-// its generation, and none while it waits for the leader's assignment.
+// its generation, and none while it waits for the leader's assignment. No
+// commit is taken while the next generation is stored: it waits for the
+// commits in flight (storeGeneration), and one taken after that wait could
+// land after the generation.
 func (g *group) fenceCommit(memberID string, instanceID *string, generation int32) (*member, int16) {
+	if g.storing {
+		return nil, kerr.RebalanceInProgress.Code
+	}
 	if len(g.members) == 0 {
 		if generation != coordinator.NoGeneration {
 			return nil, kerr.IllegalGeneration.Code
