@@ -222,11 +222,11 @@ func (c *Coordinator) closeAll() error {
 // still be written. The request's output travels only in the result, so a
 // caller that gave up shares no memory with the writer.
 func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (result, error) {
-	durable, err := c.start(ctx, p, r)
+	pend, err := c.start(ctx, p, r)
 	if err != nil {
 		return result{}, err
 	}
-	res, ok := p.w.wait(ctx, r, durable)
+	res, ok := p.w.wait(ctx, r, pend)
 	if !ok {
 		return result{}, ctx.Err()
 	}
@@ -234,12 +234,12 @@ func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (res
 }
 
 // start starts a request on partition p; p.w.wait waits for its result.
-func (c *Coordinator) start(ctx context.Context, p *partition, r *request) (durable <-chan struct{}, err error) {
+func (c *Coordinator) start(ctx context.Context, p *partition, r *request) (pending, error) {
 	if c.isClosed.Load() {
-		return nil, ErrClosed
+		return pending{}, ErrClosed
 	}
 	if err := p.ready(); err != nil {
-		return nil, err
+		return pending{}, err
 	}
 	return p.w.start(ctx, r)
 }

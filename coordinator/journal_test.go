@@ -346,7 +346,7 @@ func TestFailedBatchForgetsGenerations(t *testing.T) {
 	batchOf := func(group string, gen int32) *batch {
 		r := &request{typ: recCommit, done: make(chan result, 1)}
 		payload := encodeCommit(nil, group, gen, 1, []OffsetCommit{{Topic: "t", Offset: 1}})
-		return &batch{reqs: []pendingEntry{{req: r}}, entries: []log.Entry{{Type: recCommit, Payload: payload}}}
+		return &batch{reqs: []pendingEntry{{req: r}}, entries: []log.Entry{{Type: recCommit, Payload: payload}}, applied: make(chan struct{})}
 	}
 	failed := batchOf("g", 11)
 	w.inflight = []*batch{batchOf("h", 5), batchOf("g", 3)}

@@ -19,10 +19,12 @@ import (
 // goroutine: under the writer's lock it applies the partition's durable
 // batches, builds its record into the partition's waiting batch (or a new
 // one, once the journal took that), and lets go of the lock; then it waits
-// for the journal, appending itself when nobody does, and takes the lock
-// again to apply every durable batch, its own among them unless a holder
-// of the lock since did. Records are so built and applied in one order,
-// under one lock, and answered only once durable.
+// for the journal, appending itself when nobody does: the caller whose
+// record started the batch (its leader) until the batch is durable, then
+// it takes the lock again to apply every durable batch, its own among
+// them unless a holder of the lock since did; the others until the batch
+// is applied. Records are so built and applied in one order, under one
+// lock, and answered only once durable.
 //
 // Its goroutine (run) builds the other requests, rare ones whose callers
 // may give up while they are built, and does what no caller waits for:
@@ -70,6 +72,9 @@ type batch struct {
 	entries []log.Entry // the ticket's, pointing into buf
 	ticket  log.Ticket
 	start   time.Time
+	// applied is closed once the batch is applied, or failed: the
+	// requests that joined the batch wait for it.
+	applied chan struct{}
 }
 
 type pendingEntry struct {
@@ -88,71 +93,83 @@ func newLocalWriter(p *partition, stop <-chan struct{}) *localWriter {
 }
 
 // start begins r. A commit is built on the caller's goroutine: start
-// builds its record into the partition's waiting batch and returns the
-// batch's Done, or nil when r is answered already (refused). Any other
-// request goes to run, whose caller may give up while it is built.
-func (w *localWriter) start(ctx context.Context, r *request) (<-chan struct{}, error) {
+// builds its record into the partition's waiting batch, or a new one it
+// then leads; its pending is empty when r is answered already (refused).
+// Any other request goes to run, whose caller may give up while it is
+// built.
+func (w *localWriter) start(ctx context.Context, r *request) (pending, error) {
 	defer failStop()
 	r.ctx = ctx
 	if r.done == nil {
 		r.done = make(chan result, 1)
 	}
 	if r.build != nil || r.control != nil {
-		return nil, w.inbox.put(ctx, r)
+		return pending{}, w.inbox.put(ctx, r)
 	}
 	if err := w.mu.lockCtx(ctx); err != nil {
-		return nil, err
+		return pending{}, err
 	}
 	defer w.unlock()
 	if w.stopped {
-		return nil, ErrClosed
+		return pending{}, ErrClosed
 	}
 	return w.startLocked(r), nil
 }
 
-// startLocked builds r's record, with the lock held, and returns its
-// batch's Done, or nil when r is answered already (refused, or applied
-// with the lock held: readsState).
-func (w *localWriter) startLocked(r *request) <-chan struct{} {
+// startLocked builds r's record, with the lock held. The pending it
+// returns holds, when r leads its batch, the batch's Done, else the
+// channel closed once the batch is applied; it is empty when r is
+// answered already (refused, or applied with the lock held: readsState).
+func (w *localWriter) startLocked(r *request) pending {
 	w.applyDurable()
 	if r.readsState {
 		w.settle()
 	}
-	b := w.add(r)
+	b, leads := w.add(r)
 	if b == nil {
-		return nil
+		return pending{}
 	}
 	if r.readsState {
 		// Later requests must see its effect (a generation check after a
 		// delete, say), and only the tables show it.
 		w.settle()
-		return nil
+		return pending{}
 	}
-	return b.ticket.Done()
+	if leads {
+		return pending{ch: b.ticket.Done(), leads: true}
+	}
+	return pending{ch: b.applied}
 }
 
-// wait waits for r's batch to be durable (durable, from start), appending
-// it when nobody does, applies every durable batch, and returns r's
-// answer; ok is false when ctx ended first. A caller that gives up leaves
-// its batch to run.
-func (w *localWriter) wait(ctx context.Context, r *request, durable <-chan struct{}) (res result, ok bool) {
+// wait returns r's answer; ok is false when ctx ended first. It waits
+// through the journal, which appends the queue on this goroutine when
+// nobody else does: the leader of a batch (its first request) until the
+// batch is durable, then it applies every durable batch of the partition
+// unless a holder of the lock did; the others until their batch is
+// applied, so that they are woken once. A caller that gives up leaves its
+// batch to run. Whoever waits for several (CommitMany) waits for those it
+// leads first: so the batch another joined is never held up by a leader
+// waiting for a batch the other leads.
+func (w *localWriter) wait(ctx context.Context, r *request, p pending) (res result, ok bool) {
 	defer failStop()
-	if durable != nil {
+	if p.ch != nil {
 		// ctx is checked after the wait too: an append under way is not
 		// interrupted, but its caller gives up all the same.
-		if err := w.p.journal.Wait(ctx, durable); err != nil || ctx.Err() != nil {
+		if err := w.p.journal.Wait(ctx, p.ch); err != nil || ctx.Err() != nil {
 			w.abandon()
 			return result{}, false
 		}
-		select {
-		case res := <-r.done: // applied by a holder of the lock since
-			return res, true
-		case w.mu <- struct{}{}:
-			w.applyDurable()
-			w.unlock()
-		case <-ctx.Done():
-			w.abandon()
-			return result{}, false
+		if p.leads {
+			select {
+			case res := <-r.done: // applied by a holder of the lock since
+				return res, true
+			case w.mu <- struct{}{}:
+				w.applyDurable()
+				w.unlock()
+			case <-ctx.Done():
+				w.abandon()
+				return result{}, false
+			}
 		}
 	}
 	select {
@@ -207,7 +224,7 @@ func (w *localWriter) run(stop <-chan struct{}) {
 				w.mu.unlock()
 				return
 			}
-			var durable <-chan struct{}
+			var pend pending
 			switch {
 			case r.ctx.Err() != nil:
 				r.done <- result{err: r.ctx.Err()}
@@ -216,10 +233,12 @@ func (w *localWriter) run(stop <-chan struct{}) {
 				r.control(p)
 				r.done <- result{}
 			default:
-				durable = w.startLocked(r)
+				pend = w.startLocked(r)
 			}
 			w.unlock()
-			w.applyWhenDurable(durable)
+			if pend.leads {
+				w.applyWhenDurable(pend.ch)
+			}
 		case <-w.abandoned:
 			w.mu.lock()
 			var last <-chan struct{}
@@ -261,12 +280,13 @@ func (w *localWriter) applyWhenDurable(durable <-chan struct{}) {
 func (w *localWriter) close() { w.inbox.close() }
 
 // add builds r's record into the partition's waiting batch, if the journal
-// has not taken it and it has room, or into a new batch it queues. It
-// returns the batch, or nil when r is answered with its error.
-func (w *localWriter) add(r *request) *batch {
+// has not taken it and it has room, or into a new batch it queues, which r
+// then leads. It returns the batch, or nil when r is answered with its
+// error.
+func (w *localWriter) add(r *request) (b *batch, leads bool) {
 	if err := r.ctx.Err(); err != nil {
 		r.done <- result{err: err}
-		return nil
+		return nil, false
 	}
 	if n := len(w.inflight); n > 0 {
 		b := w.inflight[n-1]
@@ -278,25 +298,25 @@ func (w *localWriter) add(r *request) *batch {
 				return b.entries
 			}) {
 				if !built {
-					return nil
+					return nil, false
 				}
-				return b
+				return b, false
 			}
 		}
 	}
-	b := w.newBatch()
+	b = w.newBatch()
 	if !w.build(b, r) {
 		w.recycle(b)
-		return nil
+		return nil, false
 	}
 	b.start = time.Now()
 	if err := w.p.journal.Start(&b.ticket, b.entries); err != nil {
 		w.fail(b, err)
 		w.recycle(b)
-		return nil
+		return nil, false
 	}
 	w.inflight = append(w.inflight, b)
-	return b
+	return b, true
 }
 
 // build builds r's record at the end of b, or answers r with its error.
@@ -366,6 +386,7 @@ func (w *localWriter) finish() {
 	for i, e := range b.reqs {
 		e.req.done <- result{index: first + uint64(i), out: e.out}
 	}
+	close(b.applied)
 }
 
 // fail answers every request of b with the journal's error, and forgets
@@ -379,6 +400,7 @@ func (w *localWriter) fail(b *batch, err error) {
 	for _, e := range b.reqs {
 		e.req.done <- result{err: err}
 	}
+	close(b.applied)
 	clear(p.batchGen)
 	for _, b := range w.inflight {
 		for _, e := range b.entries {
@@ -395,6 +417,7 @@ func (w *localWriter) newBatch() *batch {
 		w.spare = w.spare[:n-1]
 	}
 	b.buf = bytebufferpool.Get()
+	b.applied = make(chan struct{})
 	return b
 }
 

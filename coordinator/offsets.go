@@ -108,21 +108,21 @@ func (c *Coordinator) commit(ctx context.Context, group string, r *request) (uin
 
 // commitWait is a commit started by startCommit.
 type commitWait struct {
-	p       *partition
-	r       *request
-	durable <-chan struct{}
+	p    *partition
+	r    *request
+	pend pending
 }
 
 // startCommit starts r, a commit, on partition p.
 func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request) (commitWait, error) {
-	durable, err := c.start(ctx, p, r)
-	return commitWait{p: p, r: r, durable: durable}, err
+	pend, err := c.start(ctx, p, r)
+	return commitWait{p: p, r: r, pend: pend}, err
 }
 
 // wait waits for the commit's result, and puts its request back for reuse
 // once it has it.
 func (w commitWait) wait(ctx context.Context) (result, error) {
-	res, ok := w.p.w.wait(ctx, w.r, w.durable)
+	res, ok := w.p.w.wait(ctx, w.r, w.pend)
 	if !ok {
 		return result{}, ctx.Err()
 	}
@@ -162,10 +162,15 @@ func (c *Coordinator) CommitMany(ctx context.Context, commits []GroupCommit) []C
 		}
 		results[i].Err = err
 	}
-	for i, w := range waits {
-		if results[i].Err == nil {
-			res, err := w.wait(ctx)
-			results[i] = CommitResult{Version: res.index, Err: err}
+	// The commits that started their batch are waited for first: each
+	// applies its batch, which the others may have joined (see
+	// localWriter.wait).
+	for _, leads := range []bool{true, false} {
+		for i, w := range waits {
+			if results[i].Err == nil && w.pend.leads == leads {
+				res, err := w.wait(ctx)
+				results[i] = CommitResult{Version: res.index, Err: err}
+			}
 		}
 	}
 	return results

@@ -105,13 +105,13 @@ type partition struct {
 // replication group on its own goroutine. Each also runs the partition's
 // snapshots (see snapshot.go) where it owns the state.
 type writer interface {
-	// start begins r. It returns a channel to hand to wait, or nil when r
-	// needs none; an error fails r, which wrote nothing.
-	start(ctx context.Context, r *request) (durable <-chan struct{}, err error)
+	// start begins r, and returns what wait needs; an error fails r,
+	// which wrote nothing.
+	start(ctx context.Context, r *request) (pending, error)
 	// wait returns r's result once it is applied; ok is false when ctx
 	// ends first (r may still be written). Once it returns r's result, the
 	// writer no longer refers to r.
-	wait(ctx context.Context, r *request, durable <-chan struct{}) (res result, ok bool)
+	wait(ctx context.Context, r *request, p pending) (res result, ok bool)
 	// run is the writer's goroutine; it returns after close, once every
 	// request it took is answered and no snapshot runs.
 	run(stop <-chan struct{})
@@ -129,6 +129,14 @@ type writer interface {
 	// before it (see Coordinator.Barrier).
 	lead() (leader uint64, self bool)
 	barrier(ctx context.Context) error
+}
+
+// pending is a started request's place in its writer: for the local
+// writer, the channel its caller waits on (see localWriter.wait), and
+// whether the request started its batch (leads it) or joined one.
+type pending struct {
+	ch    <-chan struct{}
+	leads bool
 }
 
 // journal is what the partitions need of the commit pipeline

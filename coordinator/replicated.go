@@ -53,7 +53,7 @@ func newReplicatedWriter(p *partition, replica Replica) *replicatedWriter {
 
 // start queues r for run. A commit's offsets are copied: run may build it
 // after its caller gave up and reused the slice.
-func (w *replicatedWriter) start(ctx context.Context, r *request) (<-chan struct{}, error) {
+func (w *replicatedWriter) start(ctx context.Context, r *request) (pending, error) {
 	r.ctx = ctx
 	if r.done == nil {
 		r.done = make(chan result, 1)
@@ -61,11 +61,11 @@ func (w *replicatedWriter) start(ctx context.Context, r *request) (<-chan struct
 	if r.build == nil && r.control == nil {
 		r.commit.offsets = slices.Clone(r.commit.offsets)
 	}
-	return nil, w.inbox.put(ctx, r)
+	return pending{}, w.inbox.put(ctx, r)
 }
 
 // wait waits for run's answer to r.
-func (w *replicatedWriter) wait(ctx context.Context, r *request, _ <-chan struct{}) (result, bool) {
+func (w *replicatedWriter) wait(ctx context.Context, r *request, _ pending) (result, bool) {
 	if ctx.Done() == nil {
 		return <-r.done, true
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,11 +34,12 @@ import (
 //	lock the partition; apply its tickets that are Done, oldest first
 //	build the record into the partition's waiting ticket (Add), or, when
 //	    the committer has taken that one, into a new one (Start); unlock
-//	Wait: until the ticket is Done:
+//	Wait: until the ticket is Done (or, for a caller whose record joined
+//	    a ticket another caller queued, until the partition applied it):
 //	    if nobody appends and something is queued, be the appender:
 //	        take the queue, append it as one batch with one sync, answer
 //	        every ticket of it, pass the turn on if more queued meanwhile
-//	    else sleep until Done, or until the turn is passed to you
+//	    else sleep until then, or until the turn is passed to you
 //	lock the partition; apply its tickets that are Done (yours, unless a
 //	    holder of the lock since did); unlock
 //
@@ -67,10 +69,15 @@ type Committer struct {
 	maxBytes int
 	onBatch  func(BatchInfo)
 
-	mu      sync.Mutex
-	queue   []*Ticket // guarded by mu
-	closed  bool      // guarded by mu
-	writing bool      // guarded by mu: somebody appends (the appender)
+	mu     sync.Mutex
+	queue  []*Ticket // guarded by mu
+	closed bool      // guarded by mu
+	// writing is set, under mu, while somebody appends (the appender); a
+	// waiter that finds it set sleeps without taking mu.
+	writing atomic.Bool
+	// lastTickets is how many tickets the last batch carried; guarded by
+	// mu.
+	lastTickets int
 	// turn holds a token when a waiter must look at the queue: the
 	// appender puts one there when it stops while tickets are queued or
 	// the committer is closing.
@@ -197,13 +204,13 @@ func (t *Ticket) Add(add func(entries []Entry) []Entry) bool {
 	return true
 }
 
-// Wait returns once done, a started Ticket's Done channel, is closed, or
-// ctx ends (with ctx's error). While it waits and nobody appends, it
-// appends what is queued itself, on the caller's goroutine, unless ctx has
-// ended; an append under way is not interrupted by ctx. A ticket whose
-// callers all gave up is appended by the next caller of Wait, Sync or
-// Close. The ticket's owner, or anyone
-// else, may wait for it; the result is read from the ticket (Result).
+// Wait returns once done is closed (a started Ticket's Done, or what
+// follows from it), or ctx ends (with ctx's error). While it waits and
+// nobody appends, it appends what is queued itself, on the caller's
+// goroutine, unless ctx has ended; an append under way is not interrupted
+// by ctx. A ticket whose callers all gave up is appended by the next
+// caller of Wait, Sync or Close. The ticket's owner, or anyone else, may
+// wait for it; the result is read from the ticket (Result).
 func (c *Committer) Wait(ctx context.Context, done <-chan struct{}) error {
 	turn := false // holds the token from c.turn
 	for {
@@ -221,14 +228,16 @@ func (c *Committer) Wait(ctx context.Context, done <-chan struct{}) error {
 			}
 			return err
 		}
-		c.mu.Lock()
-		if !c.writing && len(c.queue) > 0 {
-			c.appendQueued()
+		if !c.writing.Load() {
+			c.mu.Lock()
+			if !c.writing.Load() && len(c.queue) > 0 {
+				c.appendQueued(turn || len(c.queue) > 1 || c.lastTickets > 1)
+				c.mu.Unlock()
+				turn = false
+				continue
+			}
 			c.mu.Unlock()
-			turn = false
-			continue
 		}
-		c.mu.Unlock()
 		turn = false // the appender passes the turn on when it stops
 		select {
 		case <-done:
@@ -277,19 +286,26 @@ func (c *Committer) enqueue(t *Ticket) error {
 // appendQueued makes the caller the appender: it appends what is queued,
 // as one batch, and passes the turn on if more queued meanwhile or the
 // committer is closing. It is called, and returns, with mu held, when
-// nobody appends and the queue is not empty.
-func (c *Committer) appendQueued() {
-	c.writing = true
-	c.mu.Unlock()
-	c.gather()
-	c.mu.Lock()
+// nobody appends and the queue is not empty. busy says that other callers
+// are about (the turn was passed, others queued, or the last batch carried
+// several tickets): it gathers first. A caller alone does not: a yield can
+// hand its goroutine to another thread, which a busy machine may not run
+// for a long while.
+func (c *Committer) appendQueued(busy bool) {
+	c.writing.Store(true)
+	if busy {
+		c.mu.Unlock()
+		c.gather()
+		c.mu.Lock()
+	}
 	batch := c.take()
 	c.mu.Unlock()
 	c.append(batch)
 	clear(batch)
 	c.spare = batch[:0]
 	c.mu.Lock()
-	c.writing = false
+	c.writing.Store(false)
+	c.lastTickets = len(batch)
 	if len(c.queue) > 0 || c.closed {
 		c.passTurn()
 	}
@@ -330,7 +346,8 @@ func (c *Committer) take() []*Ticket {
 // gather yields while the queue keeps growing, a few times at most, before
 // the appender takes a batch: the callers answered by the last batch apply
 // it and queue their next within microseconds, and those that are
-// runnable then join this sync instead of waiting a whole one more.
+// runnable then join this sync instead of waiting a whole one more. It is
+// called with mu free.
 func (c *Committer) gather() {
 	c.mu.Lock()
 	n := len(c.queue)
@@ -401,9 +418,9 @@ func (c *Committer) LastIndex() uint64 { return c.env.lastIndex() }
 func (c *Committer) Close() {
 	c.mu.Lock()
 	c.closed = true
-	for c.writing || len(c.queue) > 0 {
-		if !c.writing {
-			c.appendQueued()
+	for c.writing.Load() || len(c.queue) > 0 {
+		if !c.writing.Load() {
+			c.appendQueued(false)
 			continue
 		}
 		c.mu.Unlock()
