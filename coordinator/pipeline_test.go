@@ -122,15 +122,15 @@ func TestCloseAppendsABatchNobodyWaitsFor(t *testing.T) {
 	}
 }
 
-var mixRounds = flag.Int("mix.rounds", 60, "rounds of each worker of TestDirectCommitMix")
+var mixRounds = flag.Int("mix.rounds", 60, "rounds of each worker of TestCommitMix")
 
-// TestDirectCommitMix runs, at once, what meets in the commit pipeline:
+// TestCommitMix runs, at once, what meets in the commit pipeline:
 // commits made alone, CommitMany calls over several partitions (a group
 // twice in one call, too), callers that give up at random points, deletes
 // and mapping changes that settle their partition, snapshots that sync the
 // journal. Nothing may hang; an acknowledged commit is read back at once
 // and after a reopen, at a version above the caller's earlier ones.
-func TestDirectCommitMix(t *testing.T) {
+func TestCommitMix(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions()
 	opts.Partitions = 3

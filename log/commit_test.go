@@ -146,6 +146,16 @@ func (p *pacedEnv) expect(t *testing.T, want ...string) {
 	}
 }
 
+// expectNone checks that no append has begun.
+func (p *pacedEnv) expectNone(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case got := <-p.calls:
+		t.Fatalf("append of %q %s", got, why)
+	default:
+	}
+}
+
 func startTicket(t *testing.T, c *Committer, tk *Ticket, payload string) {
 	t.Helper()
 	if err := c.Start(tk, []Entry{{Partition: 1, Type: 1, Payload: []byte(payload)}}); err != nil {
@@ -178,11 +188,7 @@ func TestCommitterWaiterAppends(t *testing.T) {
 	c := newCommitter(env.env(), nil)
 	var a, b, orphan Ticket
 	startTicket(t, c, &a, "a")
-	select {
-	case got := <-env.calls:
-		t.Fatalf("append of %q before anybody waited", got)
-	default:
-	}
+	env.expectNone(t, "before anybody waited")
 	waitedA := waitFor(c, context.Background(), &a)
 	env.expect(t, "a")
 	startTicket(t, c, &b, "b")
@@ -252,11 +258,7 @@ func TestCommitterWaiterGivesUp(t *testing.T) {
 	if err := c.Wait(ended, a.Done()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a waiter whose ctx ended: %v", err)
 	}
-	select {
-	case got := <-env.calls:
-		t.Fatalf("a waiter whose ctx ended appended %q", got)
-	default:
-	}
+	env.expectNone(t, "by a waiter whose ctx ended")
 	waitedA := waitFor(c, context.Background(), &a)
 	env.expect(t, "a")
 	startTicket(t, c, &b, "b")
