@@ -46,7 +46,7 @@ type localWriter struct {
 	inflight []*batch
 	spare    []*batch // finished batches, for reuse
 
-	inbox inbox // control requests, for run
+	inbox inbox // the requests other than commits, for run
 	// abandoned tells run that a caller gave up before its batch was
 	// applied, so that run sees it appended and applied; holds at most
 	// one.
