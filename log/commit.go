@@ -75,9 +75,11 @@ type Committer struct {
 	// writing is set, under mu, while somebody appends (the appender); a
 	// waiter that finds it set sleeps without taking mu.
 	writing atomic.Bool
-	// lastTickets is how many tickets the last batch carried; guarded by
+	// lastEntries is how many entries the last batch carried; guarded by
 	// mu.
-	lastTickets int
+	lastEntries int
+	// arrivals counts the tickets started and grown, for gather.
+	arrivals atomic.Uint64
 	// turn holds a token when a waiter must look at the queue: the
 	// appender puts one there when it stops while tickets are queued or
 	// the committer is closing.
@@ -119,6 +121,7 @@ func logEnv(l *Log) commitEnv {
 // takes it, and reads its result once Done is closed; it may then reuse
 // it.
 type Ticket struct {
+	c       *Committer // set by Start
 	mu      sync.Mutex
 	entries []Entry // guarded by mu until taken
 	bytes   int     // guarded by mu until taken
@@ -183,7 +186,7 @@ func (c *Committer) Start(t *Ticket, entries []Entry) error {
 	if len(entries) == 0 {
 		return ErrInvalid
 	}
-	*t = Ticket{entries: entries, bytes: payloadBytes(entries), done: make(chan struct{})}
+	*t = Ticket{c: c, entries: entries, bytes: payloadBytes(entries), done: make(chan struct{})}
 	return c.enqueue(t)
 }
 
@@ -201,6 +204,7 @@ func (t *Ticket) Add(add func(entries []Entry) []Entry) bool {
 	n := len(t.entries)
 	t.entries = add(t.entries)
 	t.bytes += payloadBytes(t.entries[n:])
+	t.c.arrivals.Add(1)
 	return true
 }
 
@@ -231,7 +235,7 @@ func (c *Committer) Wait(ctx context.Context, done <-chan struct{}) error {
 		if !c.writing.Load() {
 			c.mu.Lock()
 			if !c.writing.Load() && len(c.queue) > 0 {
-				c.appendQueued(turn || len(c.queue) > 1 || c.lastTickets > 1)
+				c.appendQueued(turn || len(c.queue) > 1 || c.lastEntries > 1)
 				c.mu.Unlock()
 				turn = false
 				continue
@@ -280,6 +284,7 @@ func (c *Committer) enqueue(t *Ticket) error {
 		return ErrCommitterClosed
 	}
 	c.queue = append(c.queue, t)
+	c.arrivals.Add(1)
 	return nil
 }
 
@@ -288,7 +293,7 @@ func (c *Committer) enqueue(t *Ticket) error {
 // committer is closing. It is called, and returns, with mu held, when
 // nobody appends and the queue is not empty. busy says that other callers
 // are about (the turn was passed, others queued, or the last batch carried
-// several tickets): it gathers first. A caller alone does not: a yield can
+// several entries): it gathers first. A caller alone does not: a yield can
 // hand its goroutine to another thread, which a busy machine may not run
 // for a long while.
 func (c *Committer) appendQueued(busy bool) {
@@ -300,12 +305,12 @@ func (c *Committer) appendQueued(busy bool) {
 	}
 	batch := c.take()
 	c.mu.Unlock()
-	c.append(batch)
+	entries := c.append(batch)
 	clear(batch)
 	c.spare = batch[:0]
 	c.mu.Lock()
 	c.writing.Store(false)
-	c.lastTickets = len(batch)
+	c.lastEntries = entries
 	if len(c.queue) > 0 || c.closed {
 		c.passTurn()
 	}
@@ -343,24 +348,20 @@ func (c *Committer) take() []*Ticket {
 	return batch
 }
 
-// gather yields while the queue keeps growing, a few times at most, before
-// the appender takes a batch: the callers answered by the last batch apply
-// it and queue their next within microseconds, and those that are
-// runnable then join this sync instead of waiting a whole one more. It is
-// called with mu free.
+// gather yields while tickets keep arriving (started, or grown: a
+// partition whose ticket waits grows it), a few times at most, before the
+// appender takes a batch: the callers answered by the last batch apply it
+// and queue their next within microseconds, and those that are runnable
+// then join this sync instead of waiting a whole one more.
 func (c *Committer) gather() {
-	c.mu.Lock()
-	n := len(c.queue)
-	c.mu.Unlock()
+	n := c.arrivals.Load()
 	for range maxGatherYields {
 		runtime.Gosched()
-		c.mu.Lock()
-		grew := len(c.queue) > n
-		n = len(c.queue)
-		c.mu.Unlock()
-		if !grew {
+		m := c.arrivals.Load()
+		if m == n {
 			return
 		}
+		n = m
 	}
 }
 
@@ -371,8 +372,9 @@ func (c *Committer) gather() {
 const maxGatherYields = 8
 
 // append writes the entries of every ticket in batch as one batch, syncs if
-// one of them asked for it, and answers them all.
-func (c *Committer) append(batch []*Ticket) {
+// one of them asked for it, answers them all, and returns how many entries
+// it appended.
+func (c *Committer) append(batch []*Ticket) int {
 	c.entries = c.entries[:0]
 	sync := false
 	for _, t := range batch {
@@ -398,6 +400,7 @@ func (c *Committer) append(batch []*Ticket) {
 		info.Partitions = len(c.partitions)
 		c.onBatch(info)
 	}
+	n := len(c.entries)
 	clear(c.entries) // drop the payloads
 	next := first
 	for _, t := range batch {
@@ -408,6 +411,7 @@ func (c *Committer) append(batch []*Ticket) {
 		t.err = err
 		close(t.done)
 	}
+	return n
 }
 
 // LastIndex returns the log's last durable record index.
