@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/offsetd/offsetd/cache"
+	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/partitioner"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkApplyCommits(b *testing.B) {
 	newTables := func() []*partition {
 		ps := make([]*partition, internal)
 		for i := range ps {
-			ps[i] = newPartition(i, testOptions(), newSignal(), nil)
+			ps[i] = newPartition(i, testOptions(), signal.New(), nil)
 		}
 		return ps
 	}

@@ -110,8 +110,9 @@ func TestCommitGivenUpIsApplied(t *testing.T) {
 	go func() { done <- c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Offset: 9}}) }()
 	<-g.held // written, not yet answered
 	cancel()
-	// A lone commit appends its batch on its own goroutine (so it waits
-	// for the gate), the others wait for the journal's: either gives up.
+	// A commit made alone appends its batch on its caller's goroutine (so
+	// it waits for the gate), the others wait for whoever appends: either
+	// gives up.
 	close(g.release)
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("commit given up: %v, want context.Canceled", err)
@@ -119,10 +120,10 @@ func TestCommitGivenUpIsApplied(t *testing.T) {
 	appliedNine(t, c, changed)
 }
 
-// A lone commit whose caller gave up while the commit was being built
-// returns at once, without appending and syncing its batch on its own
-// goroutine (here the journal holds that append), and its batch is
-// applied all the same.
+// A commit made alone whose caller gave up while the commit was being
+// built returns at once, without appending and syncing its batch on its
+// goroutine (here the journal holds that append, made by the partition's
+// goroutine), and its batch is applied all the same.
 func TestLoneCommitGivenUpBeforeItsAppend(t *testing.T) {
 	g := &gateObserver{held: make(chan struct{}), release: make(chan struct{})}
 	clock := newGateClock()

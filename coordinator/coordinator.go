@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/partitioner"
 )
@@ -28,7 +29,7 @@ type Coordinator struct {
 	part      partitioner.Partitioner
 	parts     []*partition
 	snapshots []*log.Snapshots // per partition
-	switched  *signal          // fires when any global-read switch changes
+	switched  *signal.Signal   // fires when any global-read switch changes
 	lock      *os.File
 
 	// plan is what opening the journal will do, made before loading; once
@@ -132,7 +133,7 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 		dir:       dir,
 		opts:      opts,
 		part:      part,
-		switched:  newSignal(),
+		switched:  signal.New(),
 		stop:      make(chan struct{}),
 		loaded:    make(chan struct{}),
 		meta:      m,
@@ -281,7 +282,9 @@ func (c *Coordinator) closeAll() error {
 	<-c.loaded
 	c.background.Wait()
 	for _, p := range c.parts {
-		close(p.reqs)
+		if p.w != nil { // loaded
+			p.w.close()
+		}
 	}
 	c.writers.Wait() // and so the snapshots, and the truncations they started
 	if c.committer != nil {
@@ -297,55 +300,31 @@ func (c *Coordinator) closeAll() error {
 	return errors.Join(errs...)
 }
 
-// submit queues a request on partition p and waits for its result. A
+// submit runs a request on partition p and waits for its result. A
 // request whose ctx ends while it waits is answered with ctx's error; it may
 // still be written. The request's output travels only in the result, so a
 // caller that gave up shares no memory with the writer.
 func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (result, error) {
-	if err := c.enqueue(ctx, p, r); err != nil {
+	pend, err := c.start(ctx, p, r)
+	if err != nil {
 		return result{}, err
 	}
-	return r.wait(ctx)
-}
-
-// enqueue queues a request on partition p without waiting for its result.
-func (c *Coordinator) enqueue(ctx context.Context, p *partition, r *request) error {
-	if err := p.ready(); err != nil {
-		return err
-	}
-	r.ctx = ctx
-	if r.done == nil {
-		r.done = make(chan result, 1)
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if ctx.Done() == nil {
-		p.reqs <- r
-		return nil
-	}
-	select {
-	case p.reqs <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// wait waits for the result of a request enqueue queued, or for ctx to end.
-func (r *request) wait(ctx context.Context) (result, error) {
-	if ctx.Done() == nil {
-		res := <-r.done
-		return res, res.err
-	}
-	select {
-	case res := <-r.done:
-		return res, res.err
-	case <-ctx.Done():
+	res, ok := p.w.wait(ctx, r, pend)
+	if !ok {
 		return result{}, ctx.Err()
 	}
+	return res, res.err
+}
+
+// start starts a request on partition p; p.w.wait waits for its result.
+func (c *Coordinator) start(ctx context.Context, p *partition, r *request) (pending, error) {
+	if c.isClosed.Load() {
+		return pending{}, ErrClosed
+	}
+	if err := p.ready(); err != nil {
+		return pending{}, err
+	}
+	return p.w.start(ctx, r)
 }
 
 // readable reports whether reads may be served from partition p.

@@ -2,25 +2,27 @@
 // offsets and static-topic mappings durably and serves them from memory.
 //
 // Every group hashes to one of N internal partitions (N is fixed when the data
-// directory is created). Each partition has its own tables, snapshots and
-// write lock. A commit is validated and encoded under that lock on its
-// caller's goroutine and added to the partition's batch waiting in the
-// journal that all partitions share (log.Committer); every other request
-// goes through the partition's writer goroutine, which does the same for
-// all that wait. One sync makes the waiting batches of every partition
-// durable (group commit across partitions; package log syncs a copy in
-// its sync ring rather than the growing segment); while a batch syncs,
-// the next forms. As each batch is durable, in order, it is applied to the
-// in-memory tables under the lock, by the caller that started the batch
-// (or the writer, for its own batches and those of a caller that gave
-// up), and only then acknowledged. Reads are
-// served from the tables and never touch the disk. On Open, nothing is
-// written until everything has loaded: the journal is planned
-// (log.PlanOpen), every partition loads its newest snapshot, then the
-// journal is read once, as the plan will leave it, and each record goes
-// to its partition; partitions apply in parallel. Only then are the
-// journal's repairs carried out (load.go's carryOut). Check runs the
-// same without writing: its verdict is Open's (offsetd verify).
+// directory is created). Each partition's state (partition.go: tables,
+// apply, watchers, snapshots) changes only through its writer: the local
+// one (local.go) or, in a cluster, the replicated one (replicated.go).
+// Locally, a commit is validated and encoded under the partition's lock
+// on its caller's goroutine and added to the partition's batch waiting in
+// the commit pipeline that all partitions share (log.Committer, whose
+// comment states the protocol); every other request goes through the
+// partition's goroutine, which does the same. One sync makes the waiting
+// batches of every partition durable (group commit across partitions;
+// package log syncs a copy in its sync ring rather than the growing
+// segment), appended by a caller that waits for it while nobody else
+// appends; while a batch syncs, the next forms. As each batch is durable,
+// in order, it is applied to the in-memory tables by whoever next holds
+// the partition's lock, and only then acknowledged. Reads are served from
+// the tables and never touch the disk. On Open, nothing is written until
+// everything has loaded: the journal is planned (log.PlanOpen), every
+// partition loads its newest snapshot, then the journal is read once, as
+// the plan will leave it, and each record goes to its partition;
+// partitions apply in parallel. Only then are the journal's repairs
+// carried out (load.go's carryOut). Check runs the same without writing:
+// its verdict is Open's (offsetd verify).
 //
 // Snapshots hold a partition's state in compact records (snaprecord.go):
 // first the table's sizes, so that loading sizes its maps once, then each

@@ -56,12 +56,12 @@ func (c *Coordinator) settleSnapshots(t testing.TB, finished <-chan struct{}, wi
 	}
 }
 
-// waitSnapshots waits, on each partition's writer goroutine, until no
+// waitSnapshots waits, on each partition's writer's goroutine, until no
 // snapshot is running: it finishes a running one as the writer loop would
 // (truncation included), and the one its end may start. No commit runs
 // meanwhile, so the data directory holds no file about to be renamed or
 // removed until the next commit. It returns the size of each partition's
-// newest snapshot (0 if none), which only the writer goroutine may read.
+// newest snapshot (0 if none), which only the writer may read.
 func (c *Coordinator) waitSnapshots(t testing.TB) []int64 {
 	t.Helper()
 	sizes := make([]int64, len(c.parts))
@@ -77,4 +77,15 @@ func (c *Coordinator) waitSnapshots(t testing.TB) []int64 {
 		}
 	}
 	return sizes
+}
+
+// wrapJournal replaces the journal of every partition by what wrap makes
+// of it, under the local writer's lock.
+func (c *Coordinator) wrapJournal(wrap func(journal) journal) {
+	for _, p := range c.parts {
+		w := p.w.(*localWriter)
+		w.mu.lock()
+		p.journal = wrap(p.journal)
+		w.mu.unlock()
+	}
 }

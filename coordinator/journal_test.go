@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/bytebufferpool"
-
+	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/log"
 )
 
@@ -339,30 +338,25 @@ func TestDiskFollowsLiveState(t *testing.T) {
 
 // TestFailedBatchForgetsGenerations: when a batch fails, the generations
 // it carried were never durable, so they no longer fence the group; the
-// generations of the commits still in flight or pending still do.
+// generations of the commits still in flight (the waiting batch among
+// them) still do.
 func TestFailedBatchForgetsGenerations(t *testing.T) {
-	p := newPartition(0, testOptions(), newSignal(), nil)
-	commit := func(group string, gen int32) (*request, []byte) {
-		r := &request{typ: recCommit, done: make(chan result, 1)}
-		return r, encodeCommit(nil, group, gen, 1, []OffsetCommit{{Topic: "t", Offset: 1}})
-	}
+	p := newPartition(0, testOptions(), signal.New(), nil)
+	w := newLocalWriter(p, nil)
 	batchOf := func(group string, gen int32) *batch {
-		r, payload := commit(group, gen)
-		return &batch{reqs: []pendingEntry{{req: r}}, entries: []log.Entry{{Type: recCommit, Payload: payload}}}
+		r := &request{typ: recCommit, done: make(chan result, 1)}
+		payload := encodeCommit(nil, group, gen, 1, []OffsetCommit{{Topic: "t", Offset: 1}})
+		return &batch{reqs: []pendingEntry{{req: r}}, entries: []log.Entry{{Type: recCommit, Payload: payload}}, applied: make(chan struct{})}
 	}
 	failed := batchOf("g", 11)
-	p.inflight = []*batch{batchOf("h", 5)}
-	r, payload := commit("g", 3)
-	p.buf = bytebufferpool.Get()
-	p.buf.B = append(p.buf.B, payload...)
-	p.pending = []pendingEntry{{req: r, start: 0, end: len(payload)}}
+	w.inflight = []*batch{batchOf("h", 5), batchOf("g", 3)}
 	p.batchGen["g"], p.batchGen["h"] = 11, 5
 
-	p.fail(failed, errors.New("disk full"))
+	w.fail(failed, errors.New("disk full"))
 	if res := <-failed.reqs[0].req.done; !errors.Is(res.err, ErrWriteFailed) {
 		t.Fatalf("the failed batch's request got %v", res.err)
 	}
 	if g, h := p.batchGen["g"], p.batchGen["h"]; g != 3 || h != 5 {
-		t.Fatalf("after the failure the pending generations are g=%d h=%d, want g=3 (the pending commit) h=5 (in flight)", g, h)
+		t.Fatalf("after the failure the generations are g=%d h=%d, want g=3 h=5 (in flight)", g, h)
 	}
 }

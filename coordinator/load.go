@@ -368,15 +368,14 @@ func (c *Coordinator) loadAll() {
 			keys, groups := p.offsets.Len()
 			c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
 				"mappings", p.mappings.Len(), "took", took)
-			p.committer = c.committer
+			p.journal = c.committer
+			if p.w == nil { // not replicated
+				p.w = newLocalWriter(p, c.stop)
+			}
 			c.writers.Add(1)
 			go func() {
 				defer c.writers.Done()
-				if p.rep != nil {
-					p.runReplicated(c.stop)
-					return
-				}
-				p.run(c.stop)
+				p.w.run(c.stop)
 			}()
 			p.state.Store(stateReady)
 		}

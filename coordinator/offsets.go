@@ -99,53 +99,36 @@ func (c *Coordinator) StoreGeneration(ctx context.Context, group string, generat
 
 // commit writes a commit request of group.
 func (c *Coordinator) commit(ctx context.Context, group string, r *request) (uint64, error) {
-	w, err := c.startCommit(ctx, c.groupPartition(group), r, true)
+	w, err := c.startCommit(ctx, c.groupPartition(group), r)
 	if err != nil {
 		return 0, err
 	}
-	res, err := w.wait(ctx, c.stop)
+	res, err := w.wait(ctx)
 	return res.index, err
 }
 
 // commitWait is a commit started by startCommit.
 type commitWait struct {
-	p       *partition
-	r       *request
-	direct  bool
-	durable <-chan struct{} // with direct, from startDirect
-	lone    bool            // with direct, from startDirect
+	p    *partition
+	r    *request
+	pend pending
 }
 
-// startCommit starts r, a commit, on partition p: on the caller's
-// goroutine (startDirect), or through p's writer while p loads (which
-// answers why not) and when it is replicated. alone says that the caller
-// waits for r before it starts anything else, so it may append r's batch
-// itself when it finds the journal idle (startDirect).
-func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request, alone bool) (commitWait, error) {
-	if c.isClosed.Load() {
-		return commitWait{}, ErrClosed
-	}
-	if p.ready() != nil || p.rep != nil {
-		// The writer may build the commit after its caller gave up and
-		// reused its slice.
-		r.commit.offsets = slices.Clone(r.commit.offsets)
-		return commitWait{p: p, r: r}, c.enqueue(ctx, p, r)
-	}
-	durable, lone, err := p.startDirect(ctx, r, alone)
-	return commitWait{p: p, r: r, direct: true, durable: durable, lone: lone}, err
+// startCommit starts r, a commit, on partition p.
+func (c *Coordinator) startCommit(ctx context.Context, p *partition, r *request) (commitWait, error) {
+	pend, err := c.start(ctx, p, r)
+	return commitWait{p: p, r: r, pend: pend}, err
 }
 
-// wait waits for the commit's result.
-func (w commitWait) wait(ctx context.Context, stop <-chan struct{}) (result, error) {
-	if w.direct {
-		res, ok := w.p.waitDirect(ctx, w.r, w.durable, w.lone, stop)
-		if !ok {
-			return result{}, ctx.Err()
-		}
-		w.r.release()
-		return res, res.err
+// wait waits for the commit's result, and puts its request back for reuse
+// once it has it.
+func (w commitWait) wait(ctx context.Context) (result, error) {
+	res, ok := w.p.w.wait(ctx, w.r, w.pend)
+	if !ok {
+		return result{}, ctx.Err()
 	}
-	return w.r.wait(ctx)
+	w.r.release()
+	return res, res.err
 }
 
 // GroupCommit is one group's commit in a CommitMany call.
@@ -176,26 +159,27 @@ func (c *Coordinator) CommitMany(ctx context.Context, commits []GroupCommit) []C
 	for i, gc := range commits {
 		r, err := c.commitRequest(gc.Group, gc.Generation, gc.Offsets)
 		if err == nil {
-			// Only a commit made alone may be appended by its caller:
-			// one that went on to start the next, waiting for a
-			// partition's lock, could hold up a writer that waits for
-			// its batch (a delete settling), and so itself.
-			waits[i], err = c.startCommit(ctx, c.groupPartition(gc.Group), r, len(commits) == 1)
+			waits[i], err = c.startCommit(ctx, c.groupPartition(gc.Group), r)
 		}
 		results[i].Err = err
 	}
-	for i, w := range waits {
-		if results[i].Err == nil {
-			res, err := w.wait(ctx, c.stop)
-			results[i] = CommitResult{Version: res.index, Err: err}
+	// The commits that started their batch are waited for first: each
+	// applies its batch, which the others may have joined (see
+	// localWriter.wait).
+	for _, leads := range []bool{true, false} {
+		for i, w := range waits {
+			if results[i].Err == nil && w.pend.leads == leads {
+				res, err := w.wait(ctx)
+				results[i] = CommitResult{Version: res.index, Err: err}
+			}
 		}
 	}
 	return results
 }
 
 // commitRequest validates a commit and makes its request. The request
-// holds offsets as they are: startCommit copies them when the commit goes
-// through a partition's writer.
+// holds offsets as they are: the replicated writer copies them (its
+// goroutine may build the commit after its caller gave up).
 func (c *Coordinator) commitRequest(group string, generation int32, offsets []OffsetCommit) (*request, error) {
 	if err := c.validateCommit(group, generation, offsets); err != nil {
 		return nil, err

@@ -88,8 +88,8 @@ type Options struct {
 	// groups. Zero means one minute.
 	RetentionCheckInterval time.Duration
 	// Observer, if set, is told about every log append and partition load,
-	// for metrics. Its methods are called from the partitions' writers and
-	// from committing callers, under a partition's lock, and must be quick.
+	// for metrics. Its methods are called by the partitions' writers, where
+	// they own a partition's state (see writer), and must be quick.
 	// Nil means none.
 	Observer Observer
 	// Replication, if set, replicates every partition (see Replication);
@@ -115,9 +115,9 @@ type Observer interface {
 // every batch the journal makes durable: how many partitions' batches it
 // carried (calls), from how many distinct partitions, their records and
 // payload bytes, and how long its append and fsync took. It is called, one
-// batch at a time, on the goroutine that appended the batch (the
-// journal's, or a lone committing caller's) before the batch's callers
-// are answered, and must be quick.
+// batch at a time, on the goroutine that appended the batch (a caller
+// waiting for it, see log.Committer) before the batch's callers are
+// answered, and must be quick.
 type JournalObserver interface {
 	ObserveJournalBatch(calls, partitions, records, bytes int, took time.Duration, err error)
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/offsetd/offsetd/statictopic"
 )
 
-// gateClock is a clock that, once armed, holds the writer goroutine inside
-// the next request's build (every build reads the clock) until released, so
+// gateClock is a clock that, once armed, holds the goroutine that builds
+// the next request inside its build (every build reads the clock) until released, so
 // a test can end the caller's context while its request is being built.
 type gateClock struct {
 	armed   atomic.Bool

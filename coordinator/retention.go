@@ -44,9 +44,9 @@ func (c *Coordinator) ExpireGroups(ctx context.Context) (int, error) {
 }
 
 // expireSome writes one record expiring up to maxExpirePerRecord of p's
-// groups; errNoChange means none was idle. The idle check runs under the
-// partition's lock with every earlier write applied, so a group that
-// commits meanwhile is never expired.
+// groups; errNoChange means none was idle. The idle check runs where the
+// partition's writer owns its state, with every earlier write applied, so
+// a group that commits meanwhile is never expired.
 func (c *Coordinator) expireSome(ctx context.Context, p *partition) (int, error) {
 	res, err := c.submit(ctx, p, &request{
 		typ:        recExpireGroups,

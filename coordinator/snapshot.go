@@ -87,27 +87,12 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	if !asked && !due {
 		return
 	}
-	// The snapshot's index: every record of this partition up to it must
-	// be applied. With no batch in flight that is the journal's last index
-	// (so a quiet partition's snapshot lets the journal go); with batches
-	// in flight, whose records will have higher indexes, it is the last
-	// index applied, and the snapshot waits until that passes the last one.
-	index := p.committer.LastIndex()
-	if p.rep != nil {
-		// A replicated partition's snapshot names an index of its group's
-		// log: the last applied. With nothing new, one asked for because
-		// the partition holds the journal's front compacts the group's
-		// log to the newest snapshot and rewrites the group's records at
-		// the journal's end (refresh): a quiet partition gives up falling
-		// back to its older snapshot so that the journal can go.
-		index = p.applied
-	} else if len(p.inflight) > 0 {
-		index = p.applied
-		if index <= p.lastSnapshot {
-			return // asked again after the next batch is applied
-		}
+	// The snapshot's index: every record of this partition up to it is
+	// applied (the writer says which).
+	index, refresh, ok := p.w.snapshotAt()
+	if !ok {
+		return // asked again after the next batch is applied
 	}
-	refresh := p.rep != nil && index != 0 && index == p.lastSnapshot && p.snapPinning
 	p.snapPinning = false
 	p.snapRunning, p.snapWaiting = p.snapWaiting, nil
 	if (index == 0 || index == p.lastSnapshot) && !refresh {
@@ -118,21 +103,15 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	p.sinceSnapshot = 0
 	p.lastSnapAt = time.Now()
 	prev := p.lastSnapshot
+	w, j := p.w, p.journal
 	go func() {
 		start := time.Now()
 		res := snapResult{index: index, refresh: refresh}
 		// Under UnsafeNoSync the journal is synced first: a snapshot must
 		// never cover records a machine crash could take back.
-		res.err = p.committer.Sync()
-		if res.err == nil && p.rep != nil {
-			// Before the new snapshot: the group's log goes up to the
-			// previous one (already durable), and the journal then holds
-			// a commit index at least the new snapshot's.
-			to := prev
-			if refresh {
-				to = index
-			}
-			res.err = p.compactReplica(to)
+		res.err = j.Sync()
+		if res.err == nil {
+			res.err = w.snapshotted(prev, index, refresh, false)
 		}
 		if res.err == nil && !refresh {
 			res.size, res.err = p.writeSnapshot(index, stop)
@@ -143,20 +122,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 			// one between them, which the load skipped). Then the journal
 			// may drop what no partition needs; unlinking files can take
 			// milliseconds each, so it is done here, off the writer.
-			if p.rep == nil {
-				p.keepFrom.Store(prev + 1)
-			}
-			switch {
-			case p.rep == nil:
-				// With prev 0 no older snapshot loaded: those on disk
-				// are damaged or too old for the journal.
-				res.removeErr = p.snaps.Prune(index, prev)
-			case prev != 0:
-				// A replicated partition may hold, above prev, a
-				// snapshot its leader installed while this one was
-				// written: only what is older than prev goes.
-				res.removeErr = p.snaps.Prune(prev, prev)
-			}
+			res.removeErr = w.snapshotted(prev, index, refresh, true)
 			if p.onSnapshot != nil {
 				p.onSnapshot()
 			}
@@ -234,7 +200,7 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 	return w.Commit()
 }
 
-// finishSnapshot runs under the partition's lock once a snapshot is written.
+// finishSnapshot runs on the writer's goroutine once a snapshot is written.
 func (p *partition) finishSnapshot(res snapResult, stop <-chan struct{}) {
 	p.snapshotting = false
 	defer p.maybeSnapshot(stop) // one asked for while this one ran

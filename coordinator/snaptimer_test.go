@@ -201,8 +201,9 @@ func TestRestartWithASmallTailDoesNotRewriteABigState(t *testing.T) {
 
 // TestCloseDuringTrafficWithTimers closes a store while committers and
 // Snapshot callers run, with an interval short enough that timers fire
-// all through (for -race: snapTimer is touched by the writer and by
-// direct committers under the partition's lock), then reopens it.
+// all through (for -race: snapTimer is touched by the partition's
+// goroutine and by committers under the partition's lock), then reopens
+// it.
 func TestCloseDuringTrafficWithTimers(t *testing.T) {
 	dir := t.TempDir()
 	opts := timedSnapshotOptions(2, 3*time.Millisecond)

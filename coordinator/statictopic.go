@@ -475,7 +475,7 @@ func (c *Coordinator) WatchStaticTopic(topic string) (mappings, switches <-chan 
 	if err := c.readable(p); err != nil {
 		return nil, nil, nil, err
 	}
-	switches = c.switched.wait()
+	switches = c.switched.Wait()
 	mappings, stop = p.watchers.watchTopic(topic)
 	return mappings, switches, stop, nil
 }

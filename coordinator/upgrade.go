@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/offsetd/offsetd/cache"
+	"github.com/offsetd/offsetd/internal/signal"
 	"github.com/offsetd/offsetd/log"
 )
 
@@ -87,7 +88,7 @@ func loadFormat1(dir string, i int, opts Options, m meta) (*partition, uint64, e
 	if err != nil {
 		return nil, 0, err
 	}
-	p := newPartition(i, opts, newSignal(), snaps)
+	p := newPartition(i, opts, signal.New(), snaps)
 	pdir := format1Dir(dir, i)
 	if _, err := os.Stat(pdir); errors.Is(err, fs.ErrNotExist) {
 		p.resetTables()

@@ -72,7 +72,7 @@ func fire(m map[string]*watch, name []byte) {
 }
 
 // wake wakes the watchers of every group and static topic that entries,
-// just applied to the tables, changed. It runs under the partition's lock
+// just applied to the tables, changed. The partition's writer calls it
 // after the tables show the batch, and a watcher registers before it reads
 // them, so a poll either reads the change or is woken by it.
 func (ws *watchers) wake(entries []log.Entry) {

@@ -13,7 +13,7 @@ import (
 const writeFailMixDirEnv = "OFFSETD_WRITEFAILMIX_DIR"
 
 // TestWriteFailureMix is TestWriteFailure with everything that meets on
-// the direct commit path at once: lone commits, CommitMany calls (a group
+// the commit pipeline at once: commits made alone, CommitMany calls (a group
 // twice in one), deletes that settle the partition, snapshots, and callers
 // that give up. While appends fail, every call must end with the
 // journal's error, its ctx's, or its own; none may hang; a failed commit

@@ -10,13 +10,14 @@
 //
 // # Where a commit becomes durable
 //
-// Committer.Commit: many goroutines (committing callers, the partitions'
-// writers) hand it their records; one goroutine takes everything queued,
-// appends it as one batch (Log.Append: one write, one sync) and answers
-// every caller. While that sync runs the next batch forms in the queue, so
-// under load one sync carries the commits of every partition that arrived
-// meanwhile. A caller that finds it idle and nothing queued appends its
-// own batch on its goroutine (StartOwn, Flush), without the two hand-offs.
+// Committer, the commit pipeline (its comment states the invariants and
+// the steps): many goroutines (committing callers, the partitions'
+// writers) queue their records in tickets; whoever waits for a ticket
+// while nobody appends takes everything queued, appends it as one batch
+// (Log.Append: one write, one sync) on its own goroutine and answers every
+// caller of the batch. There is no appending goroutine. While that sync
+// runs the next batch forms in the queue, so under load one sync carries
+// the commits of every partition that arrived meanwhile.
 //
 // The sync is not an fsync of the segment: Append writes the batch to the
 // last segment without syncing it, and a copy into the sync ring, a file

@@ -7,81 +7,40 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/offsetd/offsetd/statictopic"
 )
 
-// writerIdle waits until p's writer goroutine waits for work in its
-// select, holding no lock: after a call it answered, the writer takes the
-// lock once more before it gets there.
-func writerIdle(t *testing.T) {
-	t.Helper()
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		n := runtime.Stack(buf, true)
-		for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-			if strings.Contains(g, "[select") && strings.Contains(g, "(*partition).run(") {
-				return
-			}
-		}
-		runtime.Gosched()
-	}
-	t.Fatal("the writer never went idle")
+// heldJournal is the partitions' journal with the first Wait after arm
+// held until release: its caller has queued a batch and not yet waited for
+// it, as a caller that went on to start its next commit.
+type heldJournal struct {
+	journal
+	armed   atomic.Bool
+	entered chan struct{} // closed when the Wait is held
+	release chan struct{}
 }
 
-// writerWaitsForLock waits until p's writer goroutine is blocked on the
-// partition's lock after the call whose goroutine blocks in state with
-// frame on its stack (DeleteGroup waiting for its answer, Close for the
-// writers) has reached it: no hook marks that moment, the goroutines'
-// stacks do.
-func writerWaitsForLock(t *testing.T, p *partition, state, frame string) {
-	t.Helper()
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(p.reqs) == 0 {
-			n := runtime.Stack(buf, true)
-			writer, caller := false, false
-			for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-				writer = writer || strings.Contains(g, "[chan send") && strings.Contains(g, "(*partition).run(") && strings.Contains(g, "writeLock.lock")
-				caller = caller || strings.Contains(g, "["+state) && strings.Contains(g, frame)
-			}
-			if writer && caller {
-				return
-			}
-		}
-		runtime.Gosched()
+func (j *heldJournal) Wait(ctx context.Context, done <-chan struct{}) error {
+	if j.armed.CompareAndSwap(true, false) {
+		close(j.entered)
+		<-j.release
 	}
-	t.Fatal("the writer never waited for the partition's lock")
+	return j.journal.Wait(ctx, done)
 }
 
-// gatedOptions are the options of a store of one partition whose clock
-// is gate.
-func gatedOptions(gate *gateClock) Options {
-	opts := testOptions()
-	opts.Partitions = 1
-	opts.Now = gate.now
-	opts.Retention = KeepForever // the sweeper would read the clock too
-	return opts
-}
-
-// commitManyHeld waits until c's only partition's writer is up and idle
-// (a snapshot answered), starts a CommitMany of groups a and b, and
-// returns once its first commit is being built under the partition's
-// lock, held there until gate is released: the journal is idle then, as
-// when a commit made alone goes lone.
-func commitManyHeld(t *testing.T, ctx context.Context, c *Coordinator, gate *gateClock) <-chan []CommitResult {
+// holdCommitMany has c's only partition's journal hold the first wait of
+// a CommitMany of groups a and b, and returns its results once both
+// commits are queued, in one batch nobody appends.
+func holdCommitMany(t *testing.T, ctx context.Context, c *Coordinator) (*heldJournal, <-chan []CommitResult) {
 	t.Helper()
-	if err := c.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	writerIdle(t)
-	gate.armed.Store(true)
+	j := &heldJournal{entered: make(chan struct{}), release: make(chan struct{})}
+	c.wrapJournal(func(inner journal) journal { j.journal = inner; return j })
+	j.armed.Store(true)
 	results := make(chan []CommitResult, 1)
 	go func() {
 		results <- c.CommitMany(ctx, []GroupCommit{
@@ -89,46 +48,39 @@ func commitManyHeld(t *testing.T, ctx context.Context, c *Coordinator, gate *gat
 			{Group: "b", Generation: NoGeneration, Offsets: []OffsetCommit{{Topic: "t", Offset: 20}}},
 		})
 	}()
-	<-gate.entered
-	return results
+	<-j.entered
+	return j, results
 }
 
-// A CommitMany whose first commit finds the journal idle and whose next
-// commit waits for the partition's lock, held by the writer settling
-// before a delete, which waits for the first commit's batch: were that
-// batch left to its caller to append (lone), in wait, after starting the
-// next, the writer and the caller would wait for each other. The commits
-// of a CommitMany of several never go lone.
-func TestCommitManyLoneAndSettle(t *testing.T) {
-	gate := newGateClock()
-	opts := gatedOptions(gate)
+// A delete settles its partition (waits for every batch in flight, then
+// applies them) while the caller that queued the batch has not waited for
+// it yet, and would not before it gets the partition's lock for its next
+// commit: the delete appends the batch itself, and returns while that
+// caller is still held.
+func TestSettleAppendsABatchNobodyWaitsFor(t *testing.T) {
+	opts := testOptions()
+	opts.Partitions = 1
 	c := mustOpen(t, t.TempDir(), opts)
 	defer c.Close()
 	bg := context.Background()
 	if err := c.Commit(bg, "old", []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	p := c.parts[0]
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
 	defer cancel()
-	results := commitManyHeld(t, ctx, c, gate)
-	deleted := make(chan error, 1)
-	go func() { deleted <- c.DeleteGroup(ctx, "old") }()
-	writerWaitsForLock(t, p, "select", "(*Coordinator).DeleteGroup(")
-	// The first commit is handed to the journal; the writer takes the
-	// lock next and settles, and the second commit waits for it.
-	close(gate.release)
-	for i, r := range <-results {
-		if r.Err != nil {
-			t.Errorf("commit %d: %v", i, r.Err)
-		}
-	}
-	if err := <-deleted; err != nil {
-		t.Errorf("delete: %v", err)
+	j, results := holdCommitMany(t, ctx, c)
+	if err := c.DeleteGroup(ctx, "old"); err != nil {
+		t.Fatalf("delete: %v", err)
 	}
 	for _, g := range []string{"a", "b"} {
 		if _, ok, _ := c.Fetch(g, "t", 0); !ok {
-			t.Errorf("group %s not committed", g)
+			t.Errorf("group %s not applied by the delete's settle", g)
+		}
+	}
+	close(j.release)
+	for i, r := range <-results {
+		if r.Err != nil {
+			t.Errorf("commit %d: %v", i, r.Err)
 		}
 	}
 	if _, ok, _ := c.Fetch("old", "t", 0); ok {
@@ -136,50 +88,49 @@ func TestCommitManyLoneAndSettle(t *testing.T) {
 	}
 }
 
-// TestCommitManyLoneAndClose: Close comes while a CommitMany builds its
-// first commit, the journal idle: the writer settles as it stops, the
-// first commit is written and acknowledged, the second is refused as
-// closed, and Close returns.
-func TestCommitManyLoneAndClose(t *testing.T) {
-	gate := newGateClock()
-	opts := gatedOptions(gate)
+// TestCloseAppendsABatchNobodyWaitsFor: Close comes while the caller that
+// queued a batch has not waited for it: Close appends and applies it,
+// returns while that caller is still held, and the caller then gets its
+// acknowledgements; a commit after is refused, and a reopen finds the
+// acknowledged ones.
+func TestCloseAppendsABatchNobodyWaitsFor(t *testing.T) {
+	opts := testOptions()
+	opts.Partitions = 1
 	dir := t.TempDir()
 	c := mustOpen(t, dir, opts)
-	bg := context.Background()
-	p := c.parts[0]
-	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a deadlock ends with it
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a deadlock ends with it
 	defer cancel()
-	results := commitManyHeld(t, ctx, c, gate)
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	writerWaitsForLock(t, p, "", "(*Coordinator).closeAll(") // to stop
-	close(gate.release)
-	rs := <-results
-	if rs[0].Err != nil {
-		t.Errorf("the commit started before Close: %v", rs[0].Err)
-	}
-	if !errors.Is(rs[1].Err, ErrClosed) {
-		t.Errorf("the commit started once the writer stopped: %v, want ErrClosed", rs[1].Err)
-	}
-	if err := <-closed; err != nil {
+	j, results := holdCommitMany(t, ctx, c)
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+	close(j.release)
+	for i, r := range <-results {
+		if r.Err != nil {
+			t.Errorf("commit %d, started before Close: %v", i, r.Err)
+		}
+	}
+	if err := c.Commit(ctx, "late", []OffsetCommit{{Topic: "t", Offset: 1}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("a commit after Close: %v, want ErrClosed", err)
 	}
 	c = mustOpen(t, dir, opts)
 	defer c.Close()
-	if o, ok, _ := c.Fetch("a", "t", 0); !ok || o.Offset != 10 {
-		t.Errorf("the acknowledged commit after a reopen: %+v %v", o, ok)
+	for g, want := range map[string]int64{"a": 10, "b": 20} {
+		if o, ok, _ := c.Fetch(g, "t", 0); !ok || o.Offset != want {
+			t.Errorf("the acknowledged commit of %s after a reopen: %+v %v", g, o, ok)
+		}
 	}
 }
 
-var mixRounds = flag.Int("mix.rounds", 60, "rounds of each worker of TestDirectCommitMix")
+var mixRounds = flag.Int("mix.rounds", 60, "rounds of each worker of TestCommitMix")
 
-// TestDirectCommitMix runs, at once, what meets on the direct commit
-// path: lone commits, CommitMany calls over several partitions (a group
+// TestCommitMix runs, at once, what meets in the commit pipeline:
+// commits made alone, CommitMany calls over several partitions (a group
 // twice in one call, too), callers that give up at random points, deletes
 // and mapping changes that settle their partition, snapshots that sync the
 // journal. Nothing may hang; an acknowledged commit is read back at once
 // and after a reopen, at a version above the caller's earlier ones.
-func TestDirectCommitMix(t *testing.T) {
+func TestCommitMix(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions()
 	opts.Partitions = 3
@@ -314,7 +265,7 @@ func TestDirectCommitMix(t *testing.T) {
 	checkAll(c)
 }
 
-// Close while direct commits, lone and batched, and CommitMany calls
+// Close while commits, alone and batched, and CommitMany calls
 // run: every call returns, acknowledged or refused as closed, and what
 // was acknowledged is there after a reopen.
 func TestCloseDuringDirectCommits(t *testing.T) {
