@@ -30,7 +30,7 @@ type Coordinator struct {
 	parts     []*partition
 	snapshots []*log.Snapshots // per partition
 	switched  *signal.Signal   // fires when any global-read switch changes
-	lock      *os.File
+	lock      dirLock
 
 	// plan is what opening the journal will do, made before loading; once
 	// every partition has loaded, carryOut opens journal by it and drops
@@ -72,9 +72,9 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 		return nil, err
 	}
 	if _, _, err := readMeta(dir); errors.Is(err, ErrNotDataDir) {
-		return nil, err // before the lock file is made in someone else's directory
+		return nil, err // before locking someone else's directory
 	}
-	lock, err := lockDir(dir)
+	lock, err := lockDir(dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	return c, nil
 }
 
-func open(dir string, opts Options, lock *os.File) (*Coordinator, error) {
+func open(dir string, opts Options, lock dirLock) (*Coordinator, error) {
 	c, err := plan(dir, opts, false)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,11 @@ func newDamageDir(t *testing.T, skew bool) damageDir {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Open makes no lock file, so the refusals' unchanged trees show that
+	// they make none either.
+	if _, err := os.Stat(filepath.Join(dir, legacyLockFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Open made %s: %v", legacyLockFile, err)
+	}
 	if n := len(journalSegments(t, dir)); n < 5 {
 		t.Fatalf("the journal has %d segments; the tests want 5 or more", n)
 	}

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/offsetd/offsetd/log"
 	"github.com/offsetd/offsetd/partitioner"
@@ -144,8 +143,8 @@ func readMeta(dir string) (m meta, legacy bool, err error) {
 	return m, true, nil
 }
 
-// dataEntries lists what dir holds besides its lock and a meta file being
-// written: a directory with none is new.
+// dataEntries lists what dir holds besides a legacy lock file and a meta
+// file being written: a directory with none is new.
 func dataEntries(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -153,7 +152,7 @@ func dataEntries(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if name := e.Name(); name != "LOCK" && name != metaFile+".tmp" {
+		if name := e.Name(); name != legacyLockFile && name != metaFile+".tmp" {
 			out = append(out, name)
 		}
 	}
@@ -290,20 +289,6 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return log.SyncDir(filepath.Dir(path))
-}
-
-// lockDir takes an exclusive lock on dir so that two processes never write
-// the same logs. The kernel drops it when the process dies.
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
-	}
-	return f, nil
 }
 
 // Layout names the files of a data directory, for tools that read one

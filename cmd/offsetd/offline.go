@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/dustin/go-humanize"
 
@@ -59,15 +58,11 @@ func parseDataDir(fs *flag.FlagSet, args []string, stderr io.Writer) (string, er
 
 // inUse reports whether a coordinator holds dir's lock.
 func inUse(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	l, err := coordinator.LockDir(dir, false)
 	if err != nil {
-		return false
+		return errors.Is(err, coordinator.ErrLocked)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	l.Close()
 	return false
 }
 

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -232,19 +231,23 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 
 // removeUnused removes dir, which a failed start created and closed
 // again, holding its lock as a server does: another server that opened
-// the new directory meanwhile keeps it. A directory without a lock file
+// the new directory meanwhile keeps it. A directory without a sound meta
+// file (the first thing a coordinator writes once it opens a new one)
 // was never opened, and is left.
 func removeUnused(dir string) error {
-	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	l, err := coordinator.LockDir(dir, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if errors.Is(err, coordinator.ErrLocked) {
+		return fmt.Errorf("another server has it open: %w", err)
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("another server has it open: %w", err)
+	defer l.Close()
+	if _, err := coordinator.ReadPartitions(dir); err != nil {
+		return nil
 	}
 	return os.RemoveAll(dir)
 }

@@ -338,7 +338,7 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 }
 
 // removeUnused leaves a directory another server holds, and one that was
-// never opened.
+// never opened (it has no meta file).
 func TestRemoveUnused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
 	opts := coordinator.DefaultOptions()
@@ -362,10 +362,13 @@ func TestRemoveUnused(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := removeUnused(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("a directory without a lock file was removed: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatalf("a directory no coordinator opened was removed: %v", err)
 	}
 }
