@@ -3,9 +3,12 @@
 // Every method takes a context, which bounds the whole call, retries
 // included. Errors from the server are *Error values that match the
 // package's sentinels with errors.Is (ErrNotFound, ErrConflict, …). A 503
-// (partitions loading, a partition repairing its log) is retried, waiting
-// as long as its Retry-After says, up to Options.Retries times: the server
-// answers 503 only when nothing was written, so retrying a commit is safe.
+// (partitions loading, a partition repairing its log, a cluster electing a
+// leader) is retried, waiting as long as its Retry-After says, up to
+// Options.Retries times. A 503 does not always mean nothing was written:
+// outcome_unknown is a cluster write whose node lost the lead, which may
+// be committed. Retrying a commit is safe all the same, since writing the
+// same offsets twice leaves them as once.
 //
 // One Client serves every goroutine of a process: its transport (for an
 // http:// server on Unix, a lean HTTP/1.1 client of the package's own;

@@ -61,7 +61,7 @@ func NewMetrics() *Metrics {
 		}, []string{"result"}),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_commit_duration_seconds",
-			Help:    "Time from a commit reaching the coordinator to its acknowledgement (queueing, group commit, fsync).",
+			Help:    "Time from a commit reaching the coordinator to its acknowledgement (queueing, group commit, the journal's sync or a Raft quorum).",
 			Buckets: latencyBuckets,
 		}),
 		batchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -76,7 +76,7 @@ func NewMetrics() *Metrics {
 		}),
 		appendLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_log_append_duration_seconds",
-			Help:    "Time from a partition's batch entering the journal to its being durable (the wait for the shared fsync included).",
+			Help:    "Time from a partition's batch entering the journal to its being durable (the wait for the shared sync included).",
 			Buckets: latencyBuckets,
 		}),
 		appendFailures: prometheus.NewCounter(prometheus.CounterOpts{
@@ -115,22 +115,22 @@ func NewMetrics() *Metrics {
 		}, []string{"result"}),
 		journalCalls: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_journal_batch_partition_batches",
-			Help:    "Partition batches carried by one journal batch (one append, one fsync).",
+			Help:    "Partition batches carried by one journal batch (one append, one sync).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		journalParts: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_journal_batch_partitions",
-			Help:    "Distinct internal partitions whose commits shared one journal fsync.",
+			Help:    "Distinct internal partitions whose commits shared one journal sync.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		journalRecords: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_journal_batch_records",
-			Help:    "Records (commit requests) made durable by one journal fsync.",
+			Help:    "Records (commit requests) made durable by one journal sync.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 15),
 		}),
 		journalSync: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "offsetd_journal_append_duration_seconds",
-			Help:    "Time of one journal append including its fsync.",
+			Help:    "Time of one journal append including its sync (an fdatasync of the sync ring).",
 			Buckets: latencyBuckets,
 		}),
 		journalFails: prometheus.NewCounter(prometheus.CounterOpts{
