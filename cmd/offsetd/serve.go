@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/offsetd/offsetd/coordinator"
@@ -232,8 +233,10 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 // removeUnused removes dir, which a failed start created and closed
 // again, holding its lock as a server does: another server that opened
 // the new directory meanwhile keeps it. A directory without a sound meta
-// file (the first thing a coordinator writes once it opens a new one)
-// was never opened, and is left.
+// file (the first thing a coordinator writes once it has loaded a new
+// one) goes only if it is empty: a start that fails while the
+// coordinator still loads in the background leaves it so, and anything
+// else in it is not the coordinator's.
 func removeUnused(dir string) error {
 	l, err := coordinator.LockDir(dir, true)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -247,6 +250,9 @@ func removeUnused(dir string) error {
 	}
 	defer l.Close()
 	if _, err := coordinator.ReadPartitions(dir); err != nil {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+			return err
+		}
 		return nil
 	}
 	return os.RemoveAll(dir)

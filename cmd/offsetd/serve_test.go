@@ -359,6 +359,17 @@ func TestRemoveUnused(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s still there: %v", dir, err)
 	}
+	// A new directory the coordinator had not written to yet (it loads in
+	// the background, and writes only once loaded) is empty, and goes.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnused(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("empty %s still there: %v", dir, err)
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
