@@ -48,10 +48,13 @@ type clusterStore struct {
 	transports []*cluster.HTTPTransport
 	servers    []*http.Server
 	part       partitioner.Partitioner
+	journal    *journalStats // every node's journal
 }
 
+func (s *clusterStore) syncStats() *syncStats { return &s.journal.syncStats }
+
 func openCluster(dir string, size int) (*clusterStore, error) {
-	s := &clusterStore{nodes: map[uint64]*cluster.Node{}}
+	s := &clusterStore{nodes: map[uint64]*cluster.Node{}, journal: &journalStats{}}
 	listeners := map[uint64]net.Listener{}
 	var peers []uint64
 	for id := range uint64(size) {
@@ -63,6 +66,7 @@ func openCluster(dir string, size int) (*clusterStore, error) {
 		peers = append(peers, id+1)
 	}
 	opts := offsetdOptions()
+	opts.Observer = s.journal
 	quiet := slog.New(slog.DiscardHandler)
 	for _, id := range peers {
 		others := map[uint64]string{}
