@@ -13,15 +13,18 @@
 // comes back committed, and knows it lost when another term's entry takes
 // its index), and raft starts no goroutine of its own: a group has two,
 // the one that owns it and one that hands its committed entries to the
-// partition's writer (group.forward).
+// partition's writer (group.forward). The groups use raft's asynchronous
+// storage writes: one goroutine of the node, the persister, makes every
+// group's entries durable together (see persist.go), while the groups send
+// their messages to the other nodes at once.
 //
 // # Storage
 //
 // Each group's entries and HardState are records of the node's one commit
-// journal (package log), tagged with the partition: every group appends
-// through the journal's Committer, so one sync (an fdatasync of the
-// journal's sync ring) covers the entries of every group that wrote
-// meanwhile. Record types, part of the on-disk format (the coordinator's
+// journal (package log), tagged with the partition: the persister appends
+// what every group handed it as one batch of the journal's Committer, so
+// one sync (an fdatasync of the journal's sync ring) covers the entries of
+// every group that wrote meanwhile. Record types, part of the on-disk format (the coordinator's
 // own types are below them):
 //
 //	32 raft entry:      a raftpb.Entry (protobuf)

@@ -14,7 +14,6 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 
 	"github.com/offsetd/offsetd/coordinator"
-	"github.com/offsetd/offsetd/log"
 )
 
 // inboxSize bounds the messages waiting for a group; more are dropped, as
@@ -35,19 +34,26 @@ type group struct {
 	keeper    keeper
 	rn        *raft.RawNode
 
-	inbox    chan *pb.Message
-	props    chan proposal
-	reads    chan readRequest
-	tick     chan struct{}
-	handoff  chan struct{} // asks the group to hand its lead to another node
-	compacts chan compaction
-	calls    chan func(failed error) // run on the group's goroutine (failed: why it stopped)
+	inbox   chan *pb.Message
+	props   chan proposal
+	reads   chan readRequest
+	tick    chan struct{}
+	handoff chan struct{}           // asks the group to hand its lead to another node
+	calls   chan func(failed error) // run on the group's goroutine (failed: why it stopped)
 
 	changing atomic.Bool // a ChangeReplicas runs on this node
 
+	// What the persister delivers once a write is durable.
+	stableMu   sync.Mutex
+	stable     []stable      // guarded by stableMu
+	stableWake chan struct{} // holds a token while stable may be non-empty
+
+	written written // owned by the node's persister
+
 	// Owned by run.
-	records   []log.Entry
 	outbox    []Message
+	last      uint64                     // the index of the last entry raft handed out to write
+	lastConf  uint64                     // the index of the last configuration change handed out to write
 	reading   map[uint64]chan readResult // ReadIndex calls by request id
 	nextRead  uint64
 	leadTerm  uint64            // the term this node leads, 0 when it does not
@@ -104,19 +110,19 @@ var errNoLeader = fmt.Errorf("cluster: this node does not lead the group: %w", c
 
 func newGroup(n *Node, partition int) *group {
 	return &group{
-		node:      n,
-		partition: partition,
-		storage:   storage{MemoryStorage: raft.NewMemoryStorage(), dir: coordinator.SnapshotDir(n.dir, partition)},
-		inbox:     make(chan *pb.Message, inboxSize),
-		props:     make(chan proposal),
-		reads:     make(chan readRequest),
-		tick:      make(chan struct{}, 1),
-		handoff:   make(chan struct{}, 1),
-		compacts:  make(chan compaction),
-		calls:     make(chan func(error)),
-		reading:   make(map[uint64]chan readResult),
-		wake:      make(chan struct{}, 1),
-		committed: make(chan []coordinator.Committed),
+		node:       n,
+		partition:  partition,
+		storage:    storage{MemoryStorage: raft.NewMemoryStorage(), dir: coordinator.SnapshotDir(n.dir, partition)},
+		inbox:      make(chan *pb.Message, inboxSize),
+		props:      make(chan proposal),
+		reads:      make(chan readRequest),
+		tick:       make(chan struct{}, 1),
+		handoff:    make(chan struct{}, 1),
+		stableWake: make(chan struct{}, 1),
+		calls:      make(chan func(error)),
+		reading:    make(map[uint64]chan readResult),
+		wake:       make(chan struct{}, 1),
+		committed:  make(chan []coordinator.Committed),
 	}
 }
 
@@ -147,7 +153,9 @@ func (g *group) start(applied uint64) error {
 		PreVote:         true,
 		// A leader that a change removes hands the group over at once.
 		StepDownOnRemoval: true,
-		Logger:            raftLogger{o.Logger.With("partition", g.partition)},
+		// See persist.go.
+		AsyncStorageWrites: true,
+		Logger:             raftLogger{o.Logger.With("partition", g.partition)},
 	}
 	rn, err := raft.NewRawNode(cfg)
 	if err != nil {
@@ -155,6 +163,8 @@ func (g *group) start(applied uint64) error {
 	}
 	hs, _, _ := g.storage.InitialState()
 	last, _ := g.storage.LastIndex()
+	g.last = last
+	g.written = written{hs: hs, term: hs.GetTerm(), vote: hs.GetVote()}
 	if raft.IsEmptyHardState(hs) && last == 0 && !o.Join {
 		peers := make([]raft.Peer, len(o.Peers))
 		for i, id := range o.Peers {
@@ -184,9 +194,14 @@ func (g *group) run(stop <-chan struct{}) {
 			fn(nil)
 		case <-g.handoff:
 			g.handOff()
-		case c := <-g.compacts:
-			keep, err := g.compact(c.index)
-			c.done <- compactResult{keep, err}
+		case <-g.stableWake:
+			for _, st := range g.takeStable() {
+				if err := g.onStable(st); err != nil {
+					g.fail(err)
+					g.refuse(stop)
+					return
+				}
+			}
 		case m := <-g.inbox:
 			_ = g.rn.Step(m) // messages of removed or unknown peers are dropped
 			// Every message that waits too, so that one Ready, and one
@@ -209,7 +224,7 @@ func (g *group) run(stop <-chan struct{}) {
 		}
 		for g.rn.HasReady() {
 			if err := g.handle(g.rn.Ready()); err != nil {
-				g.node.opts.Logger.Error("raft group stopped: its journal failed", "partition", g.partition, "err", err)
+				g.node.opts.Logger.Error("raft group stopped", "partition", g.partition, "err", err)
 				g.fail(err)
 				g.refuse(stop)
 				return
@@ -246,7 +261,7 @@ func (g *group) balance() {
 	if st.RaftState != raft.StateLeader || st.LeadTransferee != 0 {
 		return
 	}
-	last, _ := g.storage.LastIndex()
+	last := g.last
 	ready := false
 	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
 		if id == preferred {
@@ -318,14 +333,14 @@ func (g *group) handOff() {
 }
 
 // propose appends data to the log if this node leads. Every Ready was
-// handled before, so the storage holds the whole log and the entries take
-// the indexes after its last.
+// handled before, so the entries take the indexes after the last one raft
+// handed out to write.
 func (g *group) propose(data [][]byte) proposalResult {
 	st := g.rn.BasicStatus()
 	if st.RaftState != raft.StateLeader {
 		return proposalResult{err: errNoLeader}
 	}
-	last, _ := g.storage.LastIndex()
+	last := g.last
 	ents := make([]*pb.Entry, len(data))
 	for i, d := range data {
 		ents[i] = &pb.Entry{Data: d}
@@ -337,81 +352,34 @@ func (g *group) propose(data [][]byte) proposalResult {
 	return proposalResult{term: st.GetTerm(), first: last + 1}
 }
 
-// handle does what one Ready asks, in the order raft's documentation
-// gives: entries and hard state durable in the journal, then messages
-// sent, then committed entries handed to the coordinator.
+// handle does what one Ready asks: what must become durable goes to the
+// node's persister, the messages to other nodes go out at once (see
+// persist.go), and the committed entries, which raft hands out only once
+// they are durable here, go to the coordinator.
 func (g *group) handle(rd raft.Ready) error {
-	var out []coordinator.Committed
-	received := !raft.IsEmptySnap(rd.Snapshot)
-	if received {
-		// A leader's snapshot replaces the log: its state becomes the
-		// partition's snapshot file first, then the journal says so.
-		if err := g.receive(rd.Snapshot); err != nil {
-			return err
-		}
-		meta := rd.Snapshot.GetMetadata()
-		out = append(out, coordinator.Committed{Index: meta.GetIndex(), Term: meta.GetTerm(), Snapshot: true})
-	}
-	if !raft.IsEmptyHardState(rd.HardState) {
-		// raft reads it back only when it restarts: setting it before it
-		// is durable is safe, and what is written below is this one.
-		if err := g.storage.SetHardState(rd.HardState); err != nil {
-			return err
-		}
-	}
-	// A change of the commit index alone need not be durable before
-	// anything (raft's MustSync): it is written with the next entries,
-	// vote or snapshot, and before every snapshot of the partition (see
-	// compact), so that no snapshot is ahead of the commit index the
-	// journal holds. This saves an fsync on most Readies.
-	if received || rd.MustSync {
-		g.records = g.records[:0]
-		var err error
-		if received {
-			var r log.Entry
-			r, err = snapshotRecord(g.partition, snapReceived, rd.Snapshot.GetMetadata())
-			g.records = append(g.records, r)
-		}
-		hs, _, _ := g.storage.InitialState()
-		if err == nil {
-			g.records, err = appendRecords(g.records, g.partition, rd.Entries, hs)
-		}
-		var first uint64
-		if err == nil {
-			first, _, err = g.node.committer.Commit(g.records)
-		}
-		clear(g.records)
-		if err != nil {
-			return err
-		}
-		j := first
-		if received {
-			meta := rd.Snapshot.GetMetadata()
-			g.keeper.add(j, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapReceived})
-			j++
-			if err := g.storage.ApplySnapshot(&pb.Snapshot{Metadata: meta}); err != nil {
-				return err
-			}
-			g.setConf(meta.GetConfState())
-			g.applied = meta.GetIndex()
-			g.node.snapshotsReceived.Add(1)
-			g.node.opts.Logger.Info("raft snapshot received", "partition", g.partition, "index", meta.GetIndex(), "term", meta.GetTerm())
-			g.node.checkMembership()
-		}
+	if n := len(rd.Entries); n > 0 {
+		g.last = rd.Entries[n-1].GetIndex()
 		for _, e := range rd.Entries {
-			g.keeper.add(j, placed{typ: recEntry, index: e.GetIndex()})
-			j++
+			if e.GetType() != pb.EntryNormal {
+				g.lastConf = e.GetIndex()
+			}
 		}
-		g.keeper.add(j, placed{typ: recHardState})
-		if err := g.storage.Append(rd.Entries); err != nil {
-			return err
-		}
+	} else if !raft.IsEmptySnap(rd.Snapshot) {
+		g.last = rd.Snapshot.GetMetadata().GetIndex()
 	}
-	if len(rd.Messages) > 0 {
-		g.outbox = g.outbox[:0]
-		for _, m := range rd.Messages {
+	var apply *pb.Message
+	g.outbox = g.outbox[:0]
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case raft.LocalAppendThread:
+			g.node.persister.put(persistWork{g: g, m: m})
+		case raft.LocalApplyThread:
+			apply = m
+		default:
 			g.outbox = append(g.outbox, Message{Partition: g.partition, Raft: m})
 		}
+	}
+	if len(g.outbox) > 0 {
 		g.node.opts.Transport.Send(g.outbox)
 		clear(g.outbox)
 		for _, m := range rd.Messages {
@@ -425,6 +393,7 @@ func (g *group) handle(rd raft.Ready) error {
 			}
 		}
 	}
+	var out []coordinator.Committed
 	for _, rs := range rd.ReadStates {
 		id, _ := binary.Uvarint(rs.RequestCtx)
 		if done, ok := g.reading[id]; ok {
@@ -451,7 +420,7 @@ func (g *group) handle(rd raft.Ready) error {
 		g.startTerm, termStart = g.leadTerm, 0
 	}
 	confChanged := false
-	for _, e := range rd.CommittedEntries {
+	for _, e := range apply.GetEntries() {
 		c := coordinator.Committed{Index: e.GetIndex(), Term: e.GetTerm()}
 		switch e.GetType() {
 		case pb.EntryNormal:
@@ -503,7 +472,10 @@ func (g *group) handle(rd raft.Ready) error {
 		default:
 		}
 	}
-	g.rn.Advance(rd)
+	// Applied, as raft sees it: the coordinator has them queued in order.
+	for _, m := range apply.GetResponses() {
+		_ = g.rn.Step(m)
+	}
 	return nil
 }
 

@@ -298,6 +298,9 @@ func (c *changer) propose(g *group, cc *pb.ConfChangeV2) stepResult {
 // confPending reports whether the log holds a configuration change after
 // the last entry applied.
 func (g *group) confPending() bool {
+	if g.lastConf > g.applied {
+		return true // handed out to write, perhaps not yet in storage
+	}
 	last, _ := g.storage.LastIndex()
 	if last <= g.applied {
 		return false

@@ -122,6 +122,7 @@ type Node struct {
 	coord     *coordinator.Coordinator
 	groups    []*group
 	committer *log.Committer // set by Start
+	persister *persister     // the one writer of the journal, once started
 	started   atomic.Bool
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
@@ -240,6 +241,7 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		n.groups = append(n.groups, newGroup(n, len(n.groups)))
 	}
 	n.committer = committer
+	n.persister = newPersister(n)
 	if n.opts.Join {
 		if err := markJoined(n.dir); err != nil {
 			return nil, err
@@ -255,6 +257,11 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		}
 		replicas[i] = replica{g}
 	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.persister.run(n.stop)
+	}()
 	for _, g := range n.groups {
 		n.wg.Add(2)
 		go func() {

@@ -107,7 +107,7 @@ type compactResult struct {
 // written holds the commit index as of now: the coordinator compacts
 // before it writes a new snapshot, which is then never ahead of the
 // commit index the journal holds.
-func (g *group) compact(index uint64) (uint64, error) {
+func (g *group) compact(p *persister, index uint64) (uint64, error) {
 	snap, _ := g.storage.MemoryStorage.Snapshot()
 	if index > snap.GetMetadata().GetIndex() {
 		if last, _ := g.storage.LastIndex(); index > last {
@@ -126,24 +126,24 @@ func (g *group) compact(index uint64) (uint64, error) {
 		snap, _ = g.storage.MemoryStorage.Snapshot()
 	}
 	meta := snap.GetMetadata()
-	g.records = g.records[:0]
+	p.records = p.records[:0]
 	if meta.GetIndex() != 0 {
 		r, err := snapshotRecord(g.partition, snapCompacted, meta)
 		if err != nil {
 			return 0, err
 		}
-		g.records = append(g.records, r)
+		p.records = append(p.records, r)
 	}
-	hs, _, _ := g.storage.InitialState()
 	var err error
-	g.records, err = appendRecords(g.records, g.partition, nil, hs)
+	p.records, err = appendRecords(p.records, g.partition, nil, g.written.hs)
 	var first uint64
 	if err == nil {
-		first, _, err = g.node.committer.Commit(g.records)
+		first, _, err = g.node.committer.Commit(p.records)
 	}
-	n := len(g.records)
-	clear(g.records)
+	n := len(p.records)
+	clear(p.records)
 	if err != nil {
+		p.fail(err)
 		return 0, err
 	}
 	if n == 2 {
@@ -193,18 +193,19 @@ func writeReceived(snaps *log.Snapshots, index uint64, tmp string) error {
 	return err
 }
 
-// Compact asks the group to compact its log up to index; see group.compact.
+// Compact asks the node's persister to compact the group's log up to
+// index; see group.compact.
 func (r replica) Compact(ctx context.Context, index uint64) (keep uint64, err error) {
 	done := make(chan compactResult, 1)
+	r.g.node.persister.put(persistWork{g: r.g, compact: &compaction{index: index, done: done}})
 	select {
-	case r.g.compacts <- compaction{index: index, done: done}:
+	case res := <-done:
+		return res.keep, res.err
 	case <-r.g.node.stop:
 		return 0, ErrStopped
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, ctx.Err() // done has room for the answer
 	}
-	res := <-done
-	return res.keep, res.err
 }
 
 // KeepFrom returns the lowest journal index the group needs.
