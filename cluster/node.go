@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -215,20 +214,19 @@ func (n *Node) group(partition int) *group {
 
 // Bounds returns what the journal holds of partition's log once
 // replayed: the first index of its entries (one past its snapshot) and
-// the last index it knew committed.
+// the last index it knew committed, or why the records do not make a log.
 // The partitions' loaders call it at once, after Replay: it only reads.
-func (n *Node) Bounds(partition int) (first, committed uint64) {
+func (n *Node) Bounds(partition int) (first, committed uint64, err error) {
 	if partition >= len(n.groups) {
-		return 1, 0 // nothing in the journal
+		return 1, 0, nil // nothing in the journal
 	}
 	g := n.groups[partition]
 	if err := g.replayed.build(g.storage.MemoryStorage, partition); err != nil {
-		// No snapshot fits: the partition fails to load, and Start says why.
-		return math.MaxUint64, math.MaxUint64
+		return 0, 0, err
 	}
 	first, _ = g.storage.FirstIndex()
 	hs, _, _ := g.storage.InitialState()
-	return first, hs.GetCommit()
+	return first, hs.GetCommit(), nil
 }
 
 // Start starts every group; the coordinator calls it once it has loaded.

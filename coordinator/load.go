@@ -293,7 +293,11 @@ func (c *Coordinator) loadAll() {
 				}
 				first, last, clean := first, last, clean
 				if c.opts.Replication != nil {
-					first, last = c.opts.Replication.Bounds(p.id)
+					var err error
+					if first, last, err = c.opts.Replication.Bounds(p.id); err != nil {
+						p.loadErr = err
+						return
+					}
 					clean = false // Raft's indexes, not the journal's
 				}
 				c.loads[p.id], p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last, clean)

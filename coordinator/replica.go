@@ -28,8 +28,10 @@ type Replication interface {
 	// Bounds returns, once the journal is replayed, what it holds of
 	// partition's log: the first index of its entries (every index
 	// before is in a snapshot), and the last index known committed. The
-	// partition loads its newest snapshot between the two.
-	Bounds(partition int) (first, committed uint64)
+	// partition loads its newest snapshot between the two. An error (the
+	// journal's records of the partition do not make a log) fails the
+	// partition's load with it.
+	Bounds(partition int) (first, committed uint64, err error)
 	// Start is called once loading is done: from now on the journal is
 	// written only through committer. applied holds, per partition, the
 	// index its tables hold (that of the snapshot it loaded); the groups
