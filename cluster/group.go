@@ -112,7 +112,7 @@ func newGroup(n *Node, partition int) *group {
 	return &group{
 		node:       n,
 		partition:  partition,
-		storage:    storage{MemoryStorage: raft.NewMemoryStorage(), dir: coordinator.SnapshotDir(n.dir, partition)},
+		storage:    storage{MemoryStorage: raft.NewMemoryStorage()},
 		inbox:      make(chan *pb.Message, inboxSize),
 		props:      make(chan proposal),
 		reads:      make(chan readRequest),

@@ -230,8 +230,8 @@ func (n *Node) Bounds(partition int) (first, committed uint64, err error) {
 }
 
 // Start starts every group; the coordinator calls it once it has loaded.
-func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.Replica, error) {
-	parts := len(applied)
+func (n *Node) Start(committer *log.Committer, partitions []coordinator.ReplicatedPartition) ([]coordinator.Replica, error) {
+	parts := len(partitions)
 	if len(n.groups) > parts {
 		return nil, fmt.Errorf("%w: the journal holds partition %d, there are %d", log.ErrCorrupt, len(n.groups)-1, parts)
 	}
@@ -250,7 +250,8 @@ func (n *Node) Start(committer *log.Committer, applied []uint64) ([]coordinator.
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
 			return nil, err
 		}
-		if err := g.start(applied[i]); err != nil {
+		g.storage.snaps = partitions[i].Snapshots
+		if err := g.start(partitions[i].Applied); err != nil {
 			return nil, err
 		}
 		replicas[i] = replica{g}

@@ -1,16 +1,16 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
-	"github.com/offsetd/offsetd/log"
+	"github.com/offsetd/offsetd/coordinator"
 )
 
 // A group's snapshots are its partition's snapshot files, which the
@@ -27,8 +27,8 @@ import (
 // index the group restarts from (see confStateAt).
 type storage struct {
 	*raft.MemoryStorage
-	dir  string        // the partition's snapshot directory
-	conf *pb.ConfState // what InitialState returns, set before raft starts
+	snaps *coordinator.PartitionSnapshots // the partition's snapshot files, set before raft starts
+	conf  *pb.ConfState                   // what InitialState returns, set before raft starts
 }
 
 // InitialState returns the hard state and the configuration raft restarts
@@ -63,9 +63,14 @@ func (s storage) Snapshot() (*pb.Snapshot, error) {
 		}
 		snap = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: &at, Term: &term, ConfState: cs}}
 	}
-	data, err := os.ReadFile(log.SnapshotPath(s.dir, at))
+	f, size, err := s.snaps.Open(at)
 	if err != nil {
 		// Replaced by a newer one meanwhile: raft asks again later.
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	defer f.Close()
+	data := make([]byte, size)
+	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
 	snap.Data = data
@@ -76,7 +81,7 @@ func (s storage) Snapshot() (*pb.Snapshot, error) {
 // reaches, from the log's own snapshot at compacted on.
 func (s storage) snapshotIndex(compacted uint64) uint64 {
 	last, _ := s.LastIndex()
-	files, err := log.ListSnapshots(s.dir)
+	files, err := s.snaps.List()
 	if err != nil {
 		return compacted
 	}
@@ -159,38 +164,11 @@ func (g *group) compact(p *persister, index uint64) (uint64, error) {
 // that, of any index).
 func (g *group) receive(snap *pb.Snapshot) error {
 	index := snap.GetMetadata().GetIndex()
-	tmp := filepath.Join(g.node.dir, fmt.Sprintf("raft-snapshot-%d.received", g.partition))
-	if err := os.WriteFile(tmp, snap.GetData(), 0o640); err != nil {
-		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
-	}
-	defer os.Remove(tmp)
-	snaps, err := log.OpenSnapshots(g.storage.dir, g.partition)
-	if err != nil {
-		return err
-	}
-	if err := writeReceived(snaps, index, tmp); err != nil {
+	data := snap.GetData()
+	if err := g.storage.snaps.Receive(index, bytes.NewReader(data), int64(len(data))); err != nil {
 		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
 	}
 	return nil
-}
-
-// writeReceived copies the snapshot file at tmp, record by record (each
-// checked), into the snapshot of index.
-func writeReceived(snaps *log.Snapshots, index uint64, tmp string) error {
-	w, err := snaps.Create(index)
-	if err != nil {
-		return err
-	}
-	at, _, err := log.ReadSnapshotFile(tmp, w.Add)
-	if err == nil && at != index {
-		err = fmt.Errorf("%w: the file holds index %d", log.ErrCorrupt, at)
-	}
-	if err != nil {
-		w.Abort()
-		return err
-	}
-	_, err = w.Commit()
-	return err
 }
 
 // Compact asks the node's persister to compact the group's log up to

@@ -33,11 +33,10 @@ type Replication interface {
 	// partition's load with it.
 	Bounds(partition int) (first, committed uint64, err error)
 	// Start is called once loading is done: from now on the journal is
-	// written only through committer. applied holds, per partition, the
-	// index its tables hold (that of the snapshot it loaded); the groups
-	// hand them their committed entries after it. It returns each
+	// written only through committer. parts holds, per partition, the
+	// index its tables hold and its snapshot files. It returns each
 	// partition's replica, in partition order.
-	Start(committer *log.Committer, applied []uint64) ([]Replica, error)
+	Start(committer *log.Committer, parts []ReplicatedPartition) ([]Replica, error)
 }
 
 // Replica is one partition's replicated log, as its writer uses it.
@@ -165,11 +164,14 @@ func (c *Coordinator) startReplication(loading []*partition) error {
 	if c.opts.Replication == nil {
 		return nil
 	}
-	applied := make([]uint64, len(c.parts))
-	for _, p := range loading {
-		applied[p.id] = p.lastSnapshot
+	parts := make([]ReplicatedPartition, len(c.parts))
+	for _, p := range c.parts {
+		parts[p.id].Snapshots = &PartitionSnapshots{snaps: p.snaps, owner: snapshotOwner(c.meta, p.id)}
 	}
-	replicas, err := c.opts.Replication.Start(c.committer, applied)
+	for _, p := range loading {
+		parts[p.id].Applied = p.lastSnapshot
+	}
+	replicas, err := c.opts.Replication.Start(c.committer, parts)
 	if err != nil {
 		return err
 	}

@@ -435,10 +435,6 @@ func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error)
 // record, and returns the index it covers and the owner its header names.
 // If check is not nil, it judges the owner before fn is called.
 func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
-	name := filepath.Base(path)
-	bad := func(index uint64, off int64, why error) error {
-		return &CorruptError{Partition: partition, File: name, Record: index, Offset: off, Err: why}
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, nil, err
@@ -448,8 +444,15 @@ func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, 
 	if err != nil {
 		return 0, nil, err
 	}
-	fileSize := fi.Size()
-	r := bufio.NewReaderSize(f, 1<<20)
+	return readSnapshotFrom(bufio.NewReaderSize(f, 1<<20), fi.Size(), filepath.Base(path), partition, check, fn)
+}
+
+// readSnapshotFrom reads a snapshot of at most fileSize bytes from r, as
+// readSnapshot reads the file name.
+func readSnapshotFrom(r *bufio.Reader, fileSize int64, name string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
+	bad := func(index uint64, off int64, why error) error {
+		return &CorruptError{Partition: partition, File: name, Record: index, Offset: off, Err: why}
+	}
 	index, owner, off, err := readSnapHeader(r)
 	if err != nil {
 		return 0, nil, bad(0, 0, err)
@@ -503,6 +506,45 @@ func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, 
 		}
 		off += int64(uvarintLen(size)) + int64(size)
 	}
+}
+
+// Open opens the snapshot covering index for reading, whole, as another
+// replica of the partition receives it (Receive), and returns its size.
+func (l *Snapshots) Open(index uint64) (*os.File, int64, error) {
+	f, err := os.Open(filepath.Join(l.dir, snapshotName(index)))
+	if err != nil {
+		return nil, 0, fmt.Errorf("log: partition %d: snapshot %d: %w", l.partition, index, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("log: partition %d: snapshot %d: %w", l.partition, index, err)
+	}
+	return f, fi.Size(), nil
+}
+
+// Receive makes the snapshot read from r, another replica's snapshot
+// covering index as Open gave it, of at most size bytes, the snapshot of
+// index here: every record is checked as Read checks it and written
+// through Create, so the file's header names this Snapshots' owner. check,
+// if not nil, judges the owner the received header names before any record
+// is written. A failure leaves no file behind.
+func (l *Snapshots) Receive(index uint64, r io.Reader, size int64, check func(*SnapshotOwner) error) error {
+	w, err := l.Create(index)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("snapshot %d received", index)
+	at, _, err := readSnapshotFrom(bufio.NewReaderSize(r, 1<<20), size, name, l.partition, check, w.Add)
+	if err == nil && at != index {
+		err = &CorruptError{Partition: l.partition, File: name, Record: at, Err: fmt.Errorf("%w: it covers index %d", errSnapHeader, at)}
+	}
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	_, err = w.Commit()
+	return err
 }
 
 // Prune deletes every snapshot older than newest but previous (0: none

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -342,4 +343,73 @@ func FuzzSnapshotHeader(f *testing.F) {
 			t.Fatalf("accepted % x, which re-encodes as % x", b[:n], re)
 		}
 	})
+}
+
+// A snapshot sent by another replica (another data directory, its owner in
+// the header) is received whole, its header then naming the receiver; a
+// damaged one, one covering another index, or one the check refuses
+// leaves no file at all, not even a temporary one.
+func TestSnapshotReceive(t *testing.T) {
+	sender, err := NewSnapshots(t.TempDir(), SnapshotOwner{Partition: 1, Partitions: 4, Hash: "h", Dir: "leader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := testEntries(0, 40)
+	writeSnapshot(t, sender, 7, entries)
+	f, size, err := sender.Open(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make([]byte, size)
+	if _, err := io.ReadFull(f, sent); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	dir := t.TempDir()
+	owner := SnapshotOwner{Partition: 1, Partitions: 4, Hash: "h", Dir: "follower"}
+	recv, err := NewSnapshots(dir, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen *SnapshotOwner
+	if err := recv.Receive(7, bytes.NewReader(sent), size, func(o *SnapshotOwner) error { seen = o; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.Dir != "leader" {
+		t.Fatalf("check saw owner %v, want the sender's", seen)
+	}
+	got, err := readAll(recv, 7) // Read checks the header names the receiver
+	if err != nil || len(got) != len(entries) {
+		t.Fatalf("received snapshot: %d entries, %v", len(got), err)
+	}
+	if err := os.Remove(filepath.Join(dir, snapshotName(7))); err != nil {
+		t.Fatal(err)
+	}
+
+	damaged := slices.Clone(sent)
+	damaged[len(damaged)/2] ^= 0x40
+	refused := errors.New("refused")
+	for _, c := range []struct {
+		name  string
+		index uint64
+		data  []byte
+		check func(*SnapshotOwner) error
+	}{
+		{"damaged", 7, damaged, nil},
+		{"cut short", 7, sent[:len(sent)-3], nil},
+		{"another index", 8, sent, nil},
+		{"refused owner", 7, sent, func(*SnapshotOwner) error { return refused }},
+	} {
+		err := recv.Receive(c.index, bytes.NewReader(c.data), int64(len(c.data)), c.check)
+		if err == nil {
+			t.Fatalf("%s: received", c.name)
+		}
+		if c.check == nil && !errors.Is(err, ErrCorrupt) || c.check != nil && !errors.Is(err, refused) {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Fatalf("%s: files left: %v", c.name, left)
+		}
+	}
 }
