@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,9 +39,11 @@ const (
 )
 
 // serverChild is a server running in a child process. The child prints its
-// listener's address as its first line; after that, each line "cpu" sent
+// listener's address as its first line; after that, each line "stats" sent
 // to it is answered with the CPU time it has used (nanoseconds, user and
-// system), and closing its standard input stops it.
+// system) and its journal's counters (batches, commits, nanoseconds
+// appending and syncing; zeros for a server without a journal), and
+// closing its standard input stops it.
 type serverChild struct {
 	cmd  *exec.Cmd
 	addr string
@@ -82,20 +83,24 @@ func startChild(name, dir string) (*serverChild, error) {
 	return c, nil
 }
 
-// cpu returns the CPU time the child has used so far, or 0 where the
-// platform does not tell.
-func (c *serverChild) cpu() (time.Duration, error) {
+// stats returns the CPU time the child has used so far (0 where the
+// platform does not tell) and its journal's counters.
+func (c *serverChild) stats() (time.Duration, syncCounts, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := io.WriteString(c.in, "cpu\n"); err != nil {
-		return 0, err
+	if _, err := io.WriteString(c.in, "stats\n"); err != nil {
+		return 0, syncCounts{}, err
 	}
 	line, err := c.out.ReadString('\n')
 	if err != nil {
-		return 0, err
+		return 0, syncCounts{}, err
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
-	return time.Duration(ns), err
+	var cpu int64
+	var sc syncCounts
+	if _, err := fmt.Sscan(line, &cpu, &sc.batches, &sc.commits, &sc.busy); err != nil {
+		return 0, syncCounts{}, fmt.Errorf("bench: server child answered %q: %w", line, err)
+	}
+	return time.Duration(cpu), sc, nil
 }
 
 // Close stops the child (it closes its server and store, then exits) and
@@ -117,6 +122,8 @@ func (c *serverChild) Close() error {
 // childServer is what runChild serves until its standard input closes.
 type childServer interface {
 	addr() net.Addr
+	// journal returns the counters of the server's journal, or zeros.
+	journal() syncCounts
 	Close() error
 }
 
@@ -155,8 +162,9 @@ func runChild(name, dir string) int {
 	fmt.Println(srv.addr())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		if in.Text() == "cpu" {
-			fmt.Println(int64(processCPU()))
+		if in.Text() == "stats" {
+			j := srv.journal()
+			fmt.Println(int64(processCPU()), j.batches, j.commits, j.busy)
 		}
 	}
 	if err := srv.Close(); err != nil {

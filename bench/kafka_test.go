@@ -44,11 +44,14 @@ var offsetdKafkaSystem = system{
 // serves it with the Kafka listener (default options) on 127.0.0.1: what
 // a child process of offsetdKafkaSystem runs.
 func serveOffsetdKafka(dir string) (childServer, error) {
-	c, err := coordinator.Open(dir, offsetdOptions())
+	o := offsetdOptions()
+	stats := &journalStats{}
+	o.Observer = stats
+	c, err := coordinator.Open(dir, o)
 	if err != nil {
 		return nil, err
 	}
-	k := &kafkaServer{coord: c, served: make(chan error, 1)}
+	k := &kafkaServer{coord: c, stats: stats, served: make(chan error, 1)}
 	hopts := kafka.DefaultOptions()
 	hopts.Logger = offsetdOptions().Logger
 	if k.handler, err = kafka.NewHandler(c, hopts); err != nil {
@@ -73,9 +76,12 @@ type kafkaServer struct {
 	server  *kafka.Server
 	ln      net.Listener
 	served  chan error
+	stats   *journalStats
 }
 
 func (k *kafkaServer) addr() net.Addr { return k.ln.Addr() }
+
+func (k *kafkaServer) journal() syncCounts { return k.stats.load() }
 
 // Close stops the listener and closes the coordinator.
 func (k *kafkaServer) Close() error {
@@ -89,6 +95,7 @@ func (k *kafkaServer) Close() error {
 // of it.
 type kafkaStore struct {
 	child   *serverChild
+	journal syncStats // the server's, as last read
 	clients chan *kafkaClient
 	all     []*kafkaClient
 }
@@ -146,7 +153,22 @@ func (k *kafkaStore) with(fn func(c *kafkaClient) error) error {
 }
 
 // serverCPU is the CPU time the server's process has used so far.
-func (k *kafkaStore) serverCPU() (time.Duration, error) { return k.child.cpu() }
+func (k *kafkaStore) serverCPU() (time.Duration, error) {
+	cpu, _, err := k.child.stats()
+	return cpu, err
+}
+
+// syncStats returns the server's journal counters, read from its process
+// now: the commit benchmark reports commits/fsync and the rest from them
+// as it does for embedded offsetd. A failed read leaves them as they were.
+func (k *kafkaStore) syncStats() *syncStats {
+	if _, sc, err := k.child.stats(); err == nil {
+		k.journal.batches.Store(sc.batches)
+		k.journal.commits.Store(sc.commits)
+		k.journal.busy.Store(sc.busy)
+	}
+	return &k.journal
+}
 
 // Commit sends one OffsetCommit to the group's coordinator on the
 // client's open connection, as a group consumer commits; it carries no

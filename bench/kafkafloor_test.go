@@ -44,6 +44,9 @@ func (f kafkaFloorStore) Commit(ctx context.Context, group string, offsets []coo
 
 func (f kafkaFloorStore) serverCPU() (time.Duration, error) { return f.k.serverCPU() }
 
+// journal is zero: the floor writes nothing.
+func (f *kafkaFloor) journal() syncCounts { return syncCounts{} }
+
 func (f kafkaFloorStore) Close() error { return f.k.Close() }
 
 // kafkaFloorVersions are the versions the floor serves: offsetd's, so that
