@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if name := os.Getenv(childServerEnv); name != "" {
+		return runChild(name, os.Getenv(childDirEnv))
+	}
 	flag.Parse()
 	ks, err := workloadKeySpace()
 	if err != nil {

@@ -37,6 +37,10 @@ type system struct {
 	durable bool
 	// reads says whether open's committer is also a reader.
 	reads bool
+	// network is true for a server in another process reached over
+	// loopback (the Kafka floor): its commits' latency is measured though
+	// it is not durable.
+	network bool
 	// skipRestart leaves a reader out of BenchmarkRestart: its restart is
 	// another system's (offsetd-http's is offsetd's plus a listener).
 	skipRestart bool
@@ -56,6 +60,7 @@ var systems = []system{
 	offsetdSystem,
 	offsetdHTTPSystem,
 	offsetdKafkaSystem,
+	kafkaFloorSystem,
 	pebbleSystem,
 	boltSystem,
 	floorGroupSystem,

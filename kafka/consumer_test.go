@@ -376,3 +376,35 @@ func TestConsumerRegexWithKgo(t *testing.T) {
 		t.Fatalf("described %+v: want one member subscribed by regular expression", d.Members)
 	}
 }
+
+// TestMetadataByTopicID answers a Metadata request that names topics by ID,
+// as librdkafka resolves the topics of a consumer-protocol assignment: a
+// topic of Options.Topics is found with its name and partitions, any other
+// ID is UNKNOWN_TOPIC_ID.
+func TestMetadataByTopicID(t *testing.T) {
+	o := testHandlerOptions()
+	o.Topics = knownTopics{"orders": {TopicID("orders"), 3}, "payments": {TopicID("payments"), 2}}
+	addr := listen(t, newHandler(t, openCoordinator(t, t.TempDir()), o), ServerOptions{})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: TopicID("payments")}, {TopicID: TopicID("unknown")}}
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 2 {
+		t.Fatalf("%d topics answered, want 2", len(resp.Topics))
+	}
+	known, unknown := resp.Topics[0], resp.Topics[1]
+	if known.ErrorCode != 0 || known.Topic == nil || *known.Topic != "payments" || known.TopicID != TopicID("payments") || len(known.Partitions) != 2 {
+		t.Errorf("payments by ID: error %d, name %v, id %x, %d partitions; want its name, ID and 2 partitions",
+			known.ErrorCode, known.Topic, known.TopicID, len(known.Partitions))
+	}
+	if unknown.ErrorCode != kerr.UnknownTopicID.Code || unknown.TopicID != TopicID("unknown") || len(unknown.Partitions) != 0 {
+		t.Errorf("an unknown ID: error %d, id %x, %d partitions; want UNKNOWN_TOPIC_ID", unknown.ErrorCode, unknown.TopicID, len(unknown.Partitions))
+	}
+}

@@ -103,14 +103,11 @@ type member struct {
 	session *timer
 }
 
+// newGroup makes a group with no members. Its members' maps are made by
+// its first JoinGroup (join): most groups the handler makes are only
+// those of simple commits, forgotten once written, which need none.
 func newGroup(h *Handler, name string) *group {
-	return &group{
-		h:       h,
-		name:    name,
-		members: map[string]*member{},
-		static:  map[string]string{},
-		pending: map[string]*timer{},
-	}
+	return &group{h: h, name: name}
 }
 
 func newMemberID(prefix string) string {
@@ -172,6 +169,9 @@ func (h *Handler) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, fro
 // join runs a JoinGroup under g.mu. It either fills resp and returns nil,
 // or parks the request and returns the channel its answer will come on.
 func (g *group) join(req *kmsg.JoinGroupRequest, resp *kmsg.JoinGroupResponse, from Client, session time.Duration) chan kmsg.Response {
+	if g.members == nil { // the group's first join: see newGroup
+		g.members, g.static, g.pending = map[string]*member{}, map[string]string{}, map[string]*timer{}
+	}
 	if g.cg != nil {
 		if len(g.cg.members) > 0 {
 			resp.ErrorCode = kerr.InconsistentGroupProtocol.Code

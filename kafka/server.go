@@ -380,7 +380,10 @@ func advertised(local *net.TCPAddr) (string, int32) {
 // metadata answers as a one-broker cluster, or lists the nodes of a
 // cluster. Every topic asked for by name
 // exists, so that admin clients resolve the topics they commit offsets
-// for; it has no partitions, since offsetd stores no messages.
+// for; it has no partitions, since offsetd stores no messages. A topic
+// asked for by ID is found only among Options.Topics (librdkafka resolves
+// the topics of its consumer-protocol assignment, which names them by ID,
+// this way); any other ID is UNKNOWN_TOPIC_ID.
 func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := s.h.opts.Broker
@@ -402,7 +405,12 @@ func (s *Server) metadata(req *kmsg.MetadataRequest, local *net.TCPAddr) kmsg.Re
 		rt := kmsg.NewMetadataResponseTopic()
 		if t.Topic == nil || *t.Topic == "" {
 			rt.TopicID = t.TopicID
-			rt.ErrorCode = kerr.UnknownTopicID.Code
+			if name, ok := s.h.topicByID(t.TopicID); ok {
+				rt.Topic = kmsg.StringPtr(name)
+				s.h.describeTopic(&rt, name, b.NodeID)
+			} else {
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+			}
 		} else {
 			rt.Topic = kmsg.StringPtr(*t.Topic)
 			if !s.h.describeTopic(&rt, *t.Topic, b.NodeID) {

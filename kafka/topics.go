@@ -25,3 +25,18 @@ func (h *Handler) describeTopic(rt *kmsg.MetadataResponseTopic, name string, lea
 	}
 	return true
 }
+
+// topicByID returns the name of the topic of Options.Topics whose ID is id.
+// It looks at every topic: clients ask by ID only to resolve a
+// consumer-protocol assignment, once per change of it.
+func (h *Handler) topicByID(id [16]byte) (string, bool) {
+	if h.opts.Topics == nil || id == ([16]byte{}) {
+		return "", false
+	}
+	for _, name := range h.opts.Topics.Names() {
+		if tid, _, ok := h.opts.Topics.Topic(name); ok && tid == id {
+			return name, true
+		}
+	}
+	return "", false
+}

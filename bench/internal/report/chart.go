@@ -22,11 +22,11 @@ const (
 
 // palette gives each system a colour, in colourOrder; other systems take
 // the colours after them, then reuse the last one.
-var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#17becf", "#bcbd22", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"}
+var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#17becf", "#bcbd22", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#aec7e8"}
 
 // colourOrder is the known systems in the order of their colours: a
 // system added later takes the next colour, so no other's changes.
-var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem, kafkaSystem, clusterSystem}
+var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem, kafkaSystem, clusterSystem, kafkaFloorSystem}
 
 // WriteChart writes an SVG chart of commit throughput (median commits/s)
 // against concurrent committers, one panel per commit size and one line per
@@ -209,7 +209,7 @@ func colours(systems []string) map[string]string {
 
 // dash draws the floors with dashed lines: they are bounds, not rivals.
 func dash(sys string) string {
-	if strings.HasPrefix(sys, "floor") || sys == "memory" {
+	if strings.HasPrefix(sys, "floor") || sys == "memory" || sys == kafkaFloorSystem {
 		return ` stroke-dasharray="6 4"`
 	}
 	return ""

@@ -72,7 +72,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	if httpTables.Len() > 0 {
 		b.WriteString("\n## The HTTP and Kafka paths\n\n")
 		b.WriteString("offsetd-http is offsetd behind its HTTP server (default options, response cache on) on a loopback listener, driven through the Go client over keep-alive connections, in the benchmark's process: its allocations count the client's and the server's. ")
-		b.WriteString("offsetd-kafka is offsetd behind its Kafka listener on loopback, driven by franz-go clients, one connection per concurrent caller: commits through kadm (a Metadata request, then the OffsetCommit), group reads through kadm, point reads as one OffsetFetch. ")
+		b.WriteString("offsetd-kafka is offsetd behind its Kafka listener on loopback, in a process of its own, driven by franz-go clients, one connection per concurrent caller: a commit is one OffsetCommit to the coordinator on the client's open connection, as a group consumer sends it (no Metadata request per commit), group reads go through kadm, point reads as one OffsetFetch. Its server CPU per commit is the server process's own, apart from the clients'; kafka-floor, a bare Kafka-protocol server (kmsg) that answers OffsetCommit at once without storing it, is driven the same way in the same run. ")
 		b.WriteString("Rates count every client together; a commit is acknowledged once fsynced, as embedded. ")
 		b.WriteString("A polled fetch is one poller re-reading, through the Go client, a group of 128 offsets that has not changed: answered 200 from the response cache or encoded afresh (cache off), both decoded by the client, or a conditional GET answered 304.\n\n")
 		b.WriteString(httpTables.String())
@@ -86,7 +86,8 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("\n## How each system is made durable\n\n")
 	b.WriteString("- **offsetd**: default options; every internal partition hands its waiting commits to the one journal, which appends everything queued from every partition as one batch and fsyncs it before any of it is acknowledged. Its Observer counts the journal's batches (commits per fsync and the rows below it).\n")
 	b.WriteString("- **offsetd-http**: offsetd as above behind its HTTP server on loopback; a commit is answered once offsetd has fsynced it.\n")
-	b.WriteString("- **offsetd-kafka**: offsetd as above behind its Kafka listener on loopback; an OffsetCommit is answered once offsetd has fsynced it.\n")
+	b.WriteString("- **offsetd-kafka**: offsetd as above behind its Kafka listener on loopback, in a process of its own; an OffsetCommit is answered once offsetd has fsynced it.\n")
+	b.WriteString("- **kafka-floor**: not durable: a bare Kafka-protocol server (kmsg) in a process of its own, answering every OffsetCommit at once and storing nothing; the floor of offsetd-kafka.\n")
 	b.WriteString("- **pebble**: default options; each commit is a batch committed with `pebble.Sync` (Pebble syncs its WAL before returning, sharing one sync among concurrent commits).\n")
 	b.WriteString("- **bbolt**: default options (each transaction fdatasyncs its pages, then its meta page); one committer uses `db.Update`, several use `db.Batch` (default 1000 calls or 10 ms per batch).\n")
 	b.WriteString("- **floor-group**: the batch floor: one flusher appends everything waiting with one write and one fdatasync, then acks it all.\n")

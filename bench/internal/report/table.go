@@ -8,7 +8,7 @@ import (
 )
 
 // systemOrder is the order of the known systems' columns.
-var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "offsetd-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "kafka-floor", "offsetd-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
 
 // httpSystem is offsetd behind its HTTP server, driven by its Go client on
 // loopback.
@@ -17,6 +17,10 @@ const httpSystem = "offsetd-http"
 // kafkaSystem is offsetd behind its Kafka listener, driven by franz-go
 // clients (kadm) on loopback.
 const kafkaSystem = "offsetd-kafka"
+
+// kafkaFloorSystem is the bare Kafka-protocol server (kmsg) under
+// offsetd-kafka's commits, answering OffsetCommit without storing it.
+const kafkaFloorSystem = "kafka-floor"
 
 // clusterSystem is offsetd on three nodes of a cluster in one process
 // (BenchmarkClusterCommit), run beside offsetd on one node.
@@ -79,6 +83,8 @@ var metrics = []metric{
 	{"Commit", "p50-ns", "p50 latency", false, formatNanos},
 	{"Commit", "p99-ns", "p99 latency", false, formatNanos},
 	{"Commit", "cpu-ns", "CPU per commit", false, formatNanos},
+	{"Commit", "server-cpu-ns", "server CPU per commit", false, formatNanos},
+	{"Commit", "client-cpu-ns", "client CPU per commit", false, formatNanos},
 	{"Commit", "commits/fsync", "commits per fsync", true, formatShare},
 	{"Commit", "fsync-ns", "append + fsync", false, formatNanos},
 	{"Commit", "gap-ns", "log idle between fsyncs", false, formatNanos},

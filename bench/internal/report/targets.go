@@ -85,6 +85,19 @@ func Targets(res *Results) []Target {
 	check("HTTP commits at 64 clients ≥ 0.5× the embedded rate", ok1 && ok2 && e > 0,
 		fmt.Sprintf("%s× (%s vs %s commits/s)", sig3(r), formatRate(o), formatRate(e)), r >= 0.5)
 
+	// The Kafka path (issue #31): offsetd's server process against the
+	// bare kmsg floor's, in the same run, and the embedded engine's CPU.
+	o, ok1 = med(commit64, kafkaSystem, "server-cpu-ns")
+	f, ok2 = med(commit64, kafkaFloorSystem, "server-cpu-ns")
+	e, ok3 := med(commit64, subject, "cpu-ns")
+	check("Kafka server CPU per commit at 64 committers ≤ the kmsg floor's + 2× embedded offsetd's", ok1 && ok2 && ok3,
+		fmt.Sprintf("%s vs %s + 2 × %s = %s", formatNanos(o), formatNanos(f), formatNanos(e), formatNanos(f+2*e)), o <= f+2*e)
+	o, ok1 = med(commit64, kafkaSystem, "commits/s")
+	f, ok2 = med(commit64, kafkaFloorSystem, "commits/s")
+	r = o / f
+	check("Kafka commits/s at 64 committers ≥ 0.8× the kmsg floor's", ok1 && ok2 && f > 0,
+		fmt.Sprintf("%s× (%s vs %s commits/s)", sig3(r), formatRate(o), formatRate(f)), r >= 0.8)
+
 	o, ok1 = med(restart, subject, "ns/op")
 	check("restart of the 1.28M live keys (open → first correct fetch) ≤ 0.3 s", ok1, formatNanos(o), o <= 0.3e9)
 	h, ok1 := med(restart, subject, "heap-B/key")
