@@ -247,6 +247,7 @@ func (p *partition) resetTables() {
 	p.offsets = cache.NewOffsets()
 	p.mappings = cache.NewMappings()
 	p.switches = cache.NewSwitches()
+	p.txns = newTxnTable()
 }
 
 // loadAll loads every partition: snapshots in parallel, then one pass over

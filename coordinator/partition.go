@@ -36,6 +36,7 @@ type partition struct {
 	offsets  *cache.Offsets
 	mappings *cache.Mappings
 	switches *cache.Switches // the global-read switches of the scopes that hash here
+	txns     *txnTable       // the offsets pending in transactions (txn.go)
 	// switched fires when any partition applies a global-read record.
 	switched *signal.Signal
 
@@ -218,6 +219,7 @@ func newPartition(id int, opts Options, switched *signal.Signal, snaps *log.Snap
 		offsets:   cache.NewOffsets(),
 		mappings:  cache.NewMappings(),
 		switches:  cache.NewSwitches(),
+		txns:      newTxnTable(),
 		switched:  switched,
 		batchGen:  make(map[string]int32),
 
@@ -258,8 +260,21 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 	if err := r.decode(typ, payload); err != nil {
 		return err
 	}
+	// The pending transactional offsets are a snapshot's as of its own
+	// index, so every record replayed past it applies to them; the
+	// groups' offsets skip what a group's capture already holds.
 	switch typ {
-	case recCommit, recDeleteOffsets, recDeleteGroup:
+	case recTxnCommit, recTxnEnd, recSnapTxn:
+		p.txns.applyView(p, r)
+	case recDeleteGroup:
+		p.txns.dropEnded(string(r.group))
+	case recExpireGroups:
+		for _, g := range r.groups {
+			p.txns.dropEnded(string(g))
+		}
+	}
+	switch typ {
+	case recCommit, recDeleteOffsets, recDeleteGroup, recTxnEnd:
 		if p.skip(r.group, index) {
 			return nil
 		}
@@ -269,6 +284,10 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		}
 	}
 	switch typ {
+	case recTxnEnd:
+		if r.committed && len(r.offsets) > 0 {
+			p.putOffsets(w, index)
+		}
 	case recCommit, recSnapGroup, recSnapGroups:
 		version := index
 		if typ != recCommit {
