@@ -326,6 +326,14 @@ func (c *Coordinator) loadAll() {
 			}
 			return
 		}
+		for _, p := range c.parts {
+			if p.sawTxn && c.meta.Format != formatTxn {
+				// Transactional records under an older format: a crash
+				// came between a follower's record and its meta file.
+				c.meta.Format, c.writeMeta = formatTxn, true
+				c.txnFormat.Store(true)
+			}
+		}
 		if err := c.carryOut(); err != nil {
 			for _, p := range loading {
 				p.loadErr = err

@@ -60,6 +60,12 @@ type partition struct {
 	view         recordView // the record being applied, or checked
 	lastMetadata string     // the metadata string made last
 	mds          []string   // the metadata of the snapshot record being applied
+	// sawTxn says a transactional record was applied (while loading:
+	// Open then makes sure the directory is at formatTxn). useTxnFormat is
+	// Coordinator.useTxnFormat, for the records a replicated partition
+	// applies from its leader.
+	sawTxn       bool
+	useTxnFormat func() error
 	// capturedAt, while loading, holds the index each group of the snapshot
 	// was captured at, where that is past the snapshot's own index.
 	capturedAt map[string]uint64
@@ -265,6 +271,15 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 	// groups' offsets skip what a group's capture already holds.
 	switch typ {
 	case recTxnCommit, recTxnEnd, recSnapTxn:
+		p.sawTxn = true
+		if p.state.Load() == stateReady && p.useTxnFormat != nil {
+			// A follower's journal already holds the record; the rewrite
+			// closes the window for the next ones. A failure is logged:
+			// the record is durable and must be applied.
+			if err := p.useTxnFormat(); err != nil {
+				p.logger.Error("the meta file could not be moved to the format of transactional offsets", "partition", p.id, "err", err)
+			}
+		}
 		p.txns.applyView(p, r)
 	case recDeleteGroup:
 		p.txns.dropEnded(string(r.group))

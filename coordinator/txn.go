@@ -222,9 +222,16 @@ func (c *Coordinator) TxnCommit(ctx context.Context, group string, producerID in
 	if err := validProducer(producerID, producerEpoch); err != nil {
 		return err
 	}
+	p := c.groupPartition(group)
+	if err := c.writable(p); err != nil {
+		return err
+	}
+	if err := c.useTxnFormat(); err != nil {
+		return err
+	}
 	offsets = slices.Clone(offsets)
 	now := c.opts.Now
-	_, err := c.submit(ctx, c.groupPartition(group), &request{
+	_, err := c.submit(ctx, p, &request{
 		typ:        recTxnCommit,
 		readsState: true,
 		build: func(p *partition, dst []byte) ([]byte, any, error) {
@@ -282,6 +289,39 @@ func (c *Coordinator) EndTxn(ctx context.Context, group string, producerID int64
 		return nil
 	}
 	return err
+}
+
+// useTxnFormat moves the data directory to formatTxn, if it is not there
+// yet, before a transactional record is written: the meta file first,
+// then the record, so that no release that does not know the record finds
+// it in a directory of a format it reads. A failed rewrite is
+// ErrWriteFailed, and the record is not written.
+func (c *Coordinator) useTxnFormat() error {
+	if c.txnFormat.Load() {
+		return nil
+	}
+	c.formatMu.Lock()
+	defer c.formatMu.Unlock()
+	if c.txnFormat.Load() {
+		return nil
+	}
+	m := c.meta
+	m.Format = formatTxn
+	if err := writeMeta(c.dir, m); err != nil {
+		return fmt.Errorf("%w: %v", ErrWriteFailed, err)
+	}
+	c.txnFormat.Store(true)
+	c.opts.Logger.Info("data directory moved to the format of transactional offsets", "dir", c.dir, "format", formatTxn)
+	return nil
+}
+
+// writable returns nil when p takes writes: the coordinator is open and p
+// loaded (so Open is done with the meta file), or why not.
+func (c *Coordinator) writable(p *partition) error {
+	if c.isClosed.Load() {
+		return ErrClosed
+	}
+	return p.ready()
 }
 
 func validProducer(id int64, epoch int16) error {

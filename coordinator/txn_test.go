@@ -248,3 +248,57 @@ func TestTxnRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnFormat: a directory moves to formatTxn before its first
+// transactional record, so that a release that does not know the records
+// refuses it by its format; one without transactions stays at format 2.
+// A directory whose records outran its meta file (a follower's crash) is
+// moved at Open.
+func TestTxnFormat(t *testing.T) {
+	ctx := context.Background()
+	format := func(dir string) int {
+		t.Helper()
+		m, _, err := readMeta(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Format
+	}
+	dir := t.TempDir()
+	c := mustOpen(t, dir, testOptions())
+	if err := c.Commit(ctx, "g", []OffsetCommit{{Topic: "t", Offset: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := format(dir); f != dataFormat {
+		t.Fatalf("format %d before any transaction, want %d", f, dataFormat)
+	}
+	if err := c.TxnCommit(ctx, "g", 1, 0, NoGeneration, []OffsetCommit{{Topic: "t", Offset: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := format(dir); f != formatTxn {
+		t.Fatalf("format %d after a transaction, want %d", f, formatTxn)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The meta file put back at format 2, as if the record came first.
+	m, _, _ := readMeta(dir)
+	m.Format = dataFormat
+	if err := writeMeta(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Check(dir, testOptions()); err != nil || rep.Format != dataFormat {
+		t.Fatalf("Check: %+v %v", rep, err)
+	}
+	if f := format(dir); f != dataFormat {
+		t.Fatalf("Check wrote the meta file: format %d", f)
+	}
+	c = mustOpen(t, dir, testOptions())
+	defer c.Close()
+	if f := format(dir); f != formatTxn {
+		t.Fatalf("format %d after Open found transactional records, want %d", f, formatTxn)
+	}
+	if _, pending := txnState(t, c, "g"); len(pending) != 1 {
+		t.Fatalf("pending %+v", pending)
+	}
+}

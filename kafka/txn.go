@@ -53,21 +53,26 @@ func (h *Handler) txnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitReques
 	if req.Version < 3 {
 		memberID, instanceID, generation = "", nil, -1
 	}
-	found := h.inGroup(req.Group, false, func(g *group) {
-		if g.cg != nil {
-			c = g.fenceConsumerCommit(req.Version, memberID, generation, offsets, true)
-			if c == kerr.StaleMemberEpoch.Code {
-				c = kerr.IllegalGeneration.Code // before v6 (KIP-1319), which offsetd does not serve
+	// One that names no member, no instance and no generation (every one
+	// before v3, and a producer given no group metadata) is taken whatever
+	// the group's state.
+	if memberID != "" || instanceID != nil || generation >= 0 {
+		found := h.inGroup(req.Group, false, func(g *group) {
+			if g.cg != nil {
+				c = g.fenceConsumerCommit(req.Version, memberID, generation, offsets, true)
+				if c == kerr.StaleMemberEpoch.Code {
+					c = kerr.IllegalGeneration.Code // before v6 (KIP-1319), which offsetd does not serve
+				}
+				return
 			}
-			return
+			c = g.fenceTxnCommit(memberID, instanceID, generation)
+		})
+		if c != 0 {
+			return c
 		}
-		c = g.fenceTxnCommit(memberID, instanceID, generation)
-	})
-	if c != 0 {
-		return c
-	}
-	if !found && generation >= 0 {
-		return kerr.IllegalGeneration.Code // no group: only a commit outside any generation
+		if !found && generation >= 0 {
+			return kerr.IllegalGeneration.Code // no group: only a commit outside any generation
+		}
 	}
 	// The generation was checked against the membership; a pending offset
 	// is not progress until its marker, which Kafka does not fence by
@@ -89,15 +94,14 @@ func fencedCode(version int16) int16 {
 	return kerr.InvalidProducerEpoch.Code
 }
 
-// fenceTxnCommit checks a TxnOffsetCommit against the group's membership,
-// as Kafka does: one that names no member, no instance and no generation
-// (every one before v3) is taken whatever the group's state, as is one of
-// generation -1 while the group has no members; any other must come from a
-// member at the group's generation. A rebalance in progress does not
-// refuse it (KIP-447): the offsets are pending until the transaction
-// commits.
+// fenceTxnCommit checks a TxnOffsetCommit that names a member, an
+// instance or a generation against a classic group's membership, as Kafka
+// does: one of generation -1 is taken while the group has no members; any
+// other must come from a member at the group's generation. A rebalance in
+// progress does not refuse it (KIP-447): the offsets are pending until the
+// transaction commits.
 func (g *group) fenceTxnCommit(memberID string, instanceID *string, generation int32) int16 {
-	if generation < 0 && (len(g.members) == 0 || (memberID == "" && instanceID == nil)) {
+	if generation < 0 && len(g.members) == 0 {
 		return 0
 	}
 	_, c := g.fenceMember(memberID, instanceID, generation)

@@ -181,6 +181,7 @@ func TestTxnOffsetCommitConsumerGroup(t *testing.T) {
 	wantCode(t, "member at its epoch", txnCode(gc.do(at(member, epoch))), nil)
 	wantCode(t, "future epoch", txnCode(gc.do(at(member, epoch+3))), kerr.IllegalGeneration)
 	wantCode(t, "unknown member", txnCode(gc.do(at("nobody", epoch))), kerr.UnknownMemberID)
+	wantCode(t, "no member, no epoch", txnCode(gc.do(at("", -1))), nil)
 }
 
 // TestTxnPendingAcrossRestart: offsets pending when the coordinator
