@@ -52,8 +52,12 @@ type Coordinator struct {
 	loaded     chan struct{}  // closed when every partition has loaded or failed
 	forced     atomic.Uint64  // static-topic changes stored with force
 
-	meta      meta       // the data directory's meta file, as Open leaves it
-	writeMeta bool       // meta is new, or of an older version: carryOut writes it
+	meta      meta // the data directory's meta file, as Open leaves it
+	writeMeta bool // meta is new, or of an older version: carryOut writes it
+	// txnFormat says the meta file is at formatTxn; formatMu serializes
+	// the one rewrite that puts it there (useTxnFormat).
+	txnFormat atomic.Bool
+	formatMu  sync.Mutex
 	check     bool       // Check's: loads, and never carries out
 	loads     []snapLoad // per partition, what loading its snapshots found; set by loadAll
 }
@@ -140,6 +144,7 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 		writeMeta: writeM,
 		check:     check,
 	}
+	c.txnFormat.Store(m.Format == formatTxn)
 	c.plan, err = log.PlanOpen(filepath.Join(dir, journalDir), c.journalOptions())
 	if err != nil {
 		return nil, err
@@ -154,6 +159,7 @@ func plan(dir string, opts Options, check bool) (*Coordinator, error) {
 		}
 		p := newPartition(i, opts, c.switched, snaps)
 		p.onSnapshot = c.truncateJournal
+		p.useTxnFormat = c.useTxnFormat
 		c.snapshots = append(c.snapshots, snaps)
 		c.parts = append(c.parts, p)
 	}
@@ -318,10 +324,7 @@ func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (res
 
 // start starts a request on partition p; p.w.wait waits for its result.
 func (c *Coordinator) start(ctx context.Context, p *partition, r *request) (pending, error) {
-	if c.isClosed.Load() {
-		return pending{}, ErrClosed
-	}
-	if err := p.ready(); err != nil {
+	if err := c.writable(p); err != nil {
 		return pending{}, err
 	}
 	return p.w.start(ctx, r)

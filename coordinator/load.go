@@ -247,6 +247,7 @@ func (p *partition) resetTables() {
 	p.offsets = cache.NewOffsets()
 	p.mappings = cache.NewMappings()
 	p.switches = cache.NewSwitches()
+	p.txns = newTxnTable()
 }
 
 // loadAll loads every partition: snapshots in parallel, then one pass over
@@ -328,6 +329,14 @@ func (c *Coordinator) loadAll() {
 				c.fail(p)
 			}
 			return
+		}
+		for _, p := range c.parts {
+			if p.sawTxn && c.meta.Format != formatTxn {
+				// Transactional records under an older format: a crash
+				// came between a follower's record and its meta file.
+				c.meta.Format, c.writeMeta = formatTxn, true
+				c.txnFormat.Store(true)
+			}
 		}
 		if err := c.carryOut(); err != nil {
 			for _, p := range loading {

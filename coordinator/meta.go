@@ -37,6 +37,14 @@ const metaVersion = 3
 const (
 	format1    = 1
 	dataFormat = 2
+	// formatTxn is format 2's layout in a directory whose journal or
+	// snapshots may hold records of transactional offsets (types 10-12).
+	// A directory moves to it (its meta file rewritten) before its first
+	// such record is written (useTxnFormat), so that a release that does
+	// not know them refuses the directory by its format (ErrFormat)
+	// rather than as damage; one that never held a transaction stays at
+	// format 2, readable by earlier releases.
+	formatTxn = 3
 )
 
 // meta is the meta file: one line of JSON. Checksum is the CRC-32C of the
@@ -95,8 +103,8 @@ func decodeMeta(path string, b []byte) (m meta, legacy bool, err error) {
 	case m.Checksum != m.sum():
 		return meta{}, false, fmt.Errorf("%w: meta file %s fails its checksum (crc32c %08x, stored %08x)", ErrCorrupt, path, m.sum(), m.Checksum)
 	}
-	if m.Format != dataFormat && m.Format != format1 {
-		return meta{}, false, fmt.Errorf("%w: %s says data format %d; this build reads formats %d and %d", ErrFormat, path, m.Format, format1, dataFormat)
+	if m.Format != dataFormat && m.Format != format1 && m.Format != formatTxn {
+		return meta{}, false, fmt.Errorf("%w: %s says data format %d; this build reads formats %d to %d", ErrFormat, path, m.Format, format1, formatTxn)
 	}
 	if m.Hash != partitioner.Hash {
 		return meta{}, false, fmt.Errorf("%w: %s says hash %q; this build uses %q", ErrHashMismatch, path, m.Hash, partitioner.Hash)
@@ -335,7 +343,7 @@ func layoutOf(dir string, format, partitions int) (Layout, error) {
 			l.Logs = append(l.Logs, LogDir{Dir: format1Dir(dir, i), Partition: i})
 			l.Snapshots = append(l.Snapshots, format1Dir(dir, i))
 		}
-	case dataFormat:
+	case dataFormat, formatTxn:
 		l.Logs = []LogDir{{Dir: JournalDir(dir), Partition: -1}}
 		for i := range partitions {
 			l.Snapshots = append(l.Snapshots, SnapshotDir(dir, i))

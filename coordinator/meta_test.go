@@ -41,7 +41,7 @@ func TestMetaDamage(t *testing.T) {
 	good := meta{Version: metaVersion, Format: dataFormat, Partitions: 4, Hash: partitioner.Hash}
 	otherHash, otherFormat, newer := good, good, good
 	otherHash.Hash = "fnv1a"
-	otherFormat.Format = dataFormat + 1
+	otherFormat.Format = formatTxn + 1
 	newer.Version = metaVersion + 1
 	cases := []struct {
 		name   string

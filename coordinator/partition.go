@@ -36,6 +36,7 @@ type partition struct {
 	offsets  *cache.Offsets
 	mappings *cache.Mappings
 	switches *cache.Switches // the global-read switches of the scopes that hash here
+	txns     *txnTable       // the offsets pending in transactions (txn.go)
 	// switched fires when any partition applies a global-read record.
 	switched *signal.Signal
 
@@ -59,6 +60,12 @@ type partition struct {
 	view         recordView // the record being applied, or checked
 	lastMetadata string     // the metadata string made last
 	mds          []string   // the metadata of the snapshot record being applied
+	// sawTxn says a transactional record was applied (while loading:
+	// Open then makes sure the directory is at formatTxn). useTxnFormat is
+	// Coordinator.useTxnFormat, for the records a replicated partition
+	// applies from its leader.
+	sawTxn       bool
+	useTxnFormat func() error
 	// capturedAt, while loading, holds the index each group of the snapshot
 	// was captured at, where that is past the snapshot's own index.
 	capturedAt map[string]uint64
@@ -218,6 +225,7 @@ func newPartition(id int, opts Options, switched *signal.Signal, snaps *log.Snap
 		offsets:   cache.NewOffsets(),
 		mappings:  cache.NewMappings(),
 		switches:  cache.NewSwitches(),
+		txns:      newTxnTable(),
 		switched:  switched,
 		batchGen:  make(map[string]int32),
 
@@ -258,8 +266,30 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 	if err := r.decode(typ, payload); err != nil {
 		return err
 	}
+	// The pending transactional offsets are a snapshot's as of its own
+	// index, so every record replayed past it applies to them; the
+	// groups' offsets skip what a group's capture already holds.
 	switch typ {
-	case recCommit, recDeleteOffsets, recDeleteGroup:
+	case recTxnCommit, recTxnEnd, recSnapTxn:
+		p.sawTxn = true
+		if p.state.Load() == stateReady && p.useTxnFormat != nil {
+			// A follower's journal already holds the record; the rewrite
+			// closes the window for the next ones. A failure is logged:
+			// the record is durable and must be applied.
+			if err := p.useTxnFormat(); err != nil {
+				p.logger.Error("the meta file could not be moved to the format of transactional offsets", "partition", p.id, "err", err)
+			}
+		}
+		p.txns.applyView(p, r)
+	case recDeleteGroup:
+		p.txns.dropEnded(string(r.group))
+	case recExpireGroups:
+		for _, g := range r.groups {
+			p.txns.dropEnded(string(g))
+		}
+	}
+	switch typ {
+	case recCommit, recDeleteOffsets, recDeleteGroup, recTxnEnd:
 		if p.skip(r.group, index) {
 			return nil
 		}
@@ -269,6 +299,10 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 		}
 	}
 	switch typ {
+	case recTxnEnd:
+		if r.committed && len(r.offsets) > 0 {
+			p.putOffsets(w, index)
+		}
 	case recCommit, recSnapGroup, recSnapGroups:
 		version := index
 		if typ != recCommit {

@@ -13,15 +13,18 @@ import (
 // Record types, the type byte of each log frame. They are part of the on-disk
 // format: never renumber them.
 const (
-	recCommit        byte = 1 // a group's offsets, one Commit call
-	recDeleteOffsets byte = 2 // tombstones for some offsets of a group
-	recDeleteGroup   byte = 3 // tombstone for a whole group
-	recMapping       byte = 4 // a static topic's mapping in one scope (JSON)
-	recGlobalRead    byte = 5 // a scope's global-read switch
-	recSnapGroup     byte = 6 // snapshots only: part of a group's state
-	recExpireGroups  byte = 7 // tombstones for groups idle past the retention
-	recSnapGroups    byte = 8 // snapshots only: part of a group's state, compact (snaprecord.go)
-	recSnapSizes     byte = 9 // snapshots only: how many groups, topics and keys follow
+	recCommit        byte = 1  // a group's offsets, one Commit call
+	recDeleteOffsets byte = 2  // tombstones for some offsets of a group
+	recDeleteGroup   byte = 3  // tombstone for a whole group
+	recMapping       byte = 4  // a static topic's mapping in one scope (JSON)
+	recGlobalRead    byte = 5  // a scope's global-read switch
+	recSnapGroup     byte = 6  // snapshots only: part of a group's state
+	recExpireGroups  byte = 7  // tombstones for groups idle past the retention
+	recSnapGroups    byte = 8  // snapshots only: part of a group's state, compact (snaprecord.go)
+	recSnapSizes     byte = 9  // snapshots only: how many groups, topics and keys follow
+	recTxnCommit     byte = 10 // a group's offsets pending in a producer's transaction (txn.go)
+	recTxnEnd        byte = 11 // a transaction's end in a group: its pending offsets committed or dropped
+	recSnapTxn       byte = 12 // snapshots only: a producer's pending offsets in a group
 	// Types 32 and up are the journal records of a cluster node (package
 	// cluster); a replicated partition's records travel inside them.
 )
@@ -38,6 +41,13 @@ const (
 //	                (written by the releases before the compact format; still read)
 //	expire groups:  count, count × group
 //	snapshot groups, snapshot sizes: see snaprecord.go
+//	txn commit:     group, producerID, producerEpoch, generation, commitTimeMillis, count,
+//	                count × (topic, partition, offset, leaderEpoch, metadata)
+//	txn end:        group, producerID, producerEpoch, committed (0 or 1), count,
+//	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
+//	                (the offsets the commit made visible; none for an abort)
+//	snapshot txn:   group, producerID, producerEpoch, count,
+//	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
 
 var errShortRecord = errors.New("truncated record")
 
@@ -116,6 +126,12 @@ func encodeCommit(dst []byte, group string, generation int32, commitTime int64, 
 	e.string(group)
 	e.int(int64(generation))
 	e.int(commitTime)
+	e.commitOffsets(offsets)
+	return e.b
+}
+
+// commitOffsets writes the offsets of a commit or txn commit record.
+func (e *encoder) commitOffsets(offsets []OffsetCommit) {
 	e.int(int64(len(offsets)))
 	for _, o := range offsets {
 		e.string(o.Topic)
@@ -124,7 +140,52 @@ func encodeCommit(dst []byte, group string, generation int32, commitTime int64, 
 		e.int(int64(o.LeaderEpoch))
 		e.string(o.Metadata)
 	}
+}
+
+func encodeTxnCommit(dst []byte, group string, producerID int64, producerEpoch int16, generation int32, commitTime int64, offsets []OffsetCommit) []byte {
+	e := encoder{dst}
+	e.string(group)
+	e.int(producerID)
+	e.int(int64(producerEpoch))
+	e.int(int64(generation))
+	e.int(commitTime)
+	e.commitOffsets(offsets)
 	return e.b
+}
+
+// encodeTxnOffsets writes what the txn end and snapshot txn records share:
+// group, producer, then the offsets with their commit times (sorted, for
+// records that read the same each time).
+func encodeTxnOffsets(dst []byte, group string, producerID int64, producerEpoch int16, committed int64, offsets []txnOffset) []byte {
+	e := encoder{dst}
+	e.string(group)
+	e.int(producerID)
+	e.int(int64(producerEpoch))
+	if committed >= 0 {
+		e.int(committed)
+	}
+	e.int(int64(len(offsets)))
+	for _, o := range offsets {
+		e.string(o.Topic)
+		e.int(int64(o.Partition))
+		e.int(o.Offset.Offset)
+		e.int(int64(o.Offset.LeaderEpoch))
+		e.string(o.Offset.Metadata)
+		e.int(o.Offset.CommitTime)
+	}
+	return e.b
+}
+
+func encodeTxnEnd(dst []byte, group string, producerID int64, producerEpoch int16, commit bool, offsets []txnOffset) []byte {
+	committed := int64(0)
+	if commit {
+		committed = 1
+	}
+	return encodeTxnOffsets(dst, group, producerID, producerEpoch, committed, offsets)
+}
+
+func encodeSnapTxn(dst []byte, group string, producerID int64, producerEpoch int16, offsets []txnOffset) []byte {
+	return encodeTxnOffsets(dst, group, producerID, producerEpoch, -1, offsets)
 }
 
 func encodeDeleteOffsets(dst []byte, group string, keys []topicPartition) []byte {
@@ -218,6 +279,9 @@ type recordView struct {
 	topics     []topicView  // snapshot groups: the topics, each a run of snap
 	snap       []snapOffset // snapshot groups: the offsets
 	sizes      [3]int       // snapshot sizes: groups, topics, keys
+	producerID int64        // txn commit, txn end, snapshot txn
+	producerEp int16        // txn commit, txn end, snapshot txn
+	committed  bool         // txn end
 }
 
 type offsetView struct {
@@ -241,25 +305,34 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 		r.group = d.bytes()
 		r.generation = d.int32()
 		commitTime := d.int()
-		for range count() {
-			o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: commitTime}
-			if d.bad {
-				break
-			}
-			r.offsets = append(r.offsets, o)
-		}
+		r.readOffsets(&d, false, commitTime)
 	case recSnapGroup:
 		r.snapHeader(&d)
-		for range count() {
-			o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: d.int()}
-			if d.bad {
-				break
-			}
-			r.offsets = append(r.offsets, o)
-		}
+		r.readOffsets(&d, true, 0)
 	case recSnapGroups:
 		r.snapHeader(&d)
 		r.decodeSnapGroups(&d)
+	case recTxnCommit:
+		r.group = d.bytes()
+		r.producer(&d)
+		r.generation = d.int32()
+		commitTime := d.int()
+		r.readOffsets(&d, false, commitTime)
+	case recTxnEnd, recSnapTxn:
+		r.group = d.bytes()
+		r.producer(&d)
+		r.committed = false
+		if typ == recTxnEnd {
+			on := d.int()
+			if on != 0 && on != 1 {
+				d.bad = true
+			}
+			r.committed = on == 1
+		}
+		r.readOffsets(&d, true, 0)
+		if typ == recTxnEnd && !r.committed && len(r.offsets) > 0 {
+			d.bad = true // an abort makes nothing visible
+		}
 	case recSnapSizes:
 		for i := range r.sizes {
 			r.sizes[i] = int(d.int())
@@ -305,6 +378,31 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 	return d.err(typ)
 }
 
+// readOffsets reads a count of offsets into r.offsets: each with its
+// commit time when timed, else with commitTime.
+func (r *recordView) readOffsets(d *decoder, timed bool, commitTime int64) {
+	for range d.count() {
+		o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: commitTime}
+		if timed {
+			o.commitTime = d.int()
+		}
+		if d.bad {
+			break
+		}
+		r.offsets = append(r.offsets, o)
+	}
+}
+
+// producer reads a transactional record's producer id and epoch.
+func (r *recordView) producer(d *decoder) {
+	r.producerID = d.int()
+	epoch := d.int()
+	if epoch < 0 || epoch > math.MaxInt16 || r.producerID < 0 {
+		d.bad = true
+	}
+	r.producerEp = int16(epoch)
+}
+
 // recordTypeNames name the record types for people.
 var recordTypeNames = map[byte]string{
 	recCommit:        "commit",
@@ -316,6 +414,9 @@ var recordTypeNames = map[byte]string{
 	recExpireGroups:  "expire_groups",
 	recSnapGroups:    "snapshot_groups",
 	recSnapSizes:     "snapshot_sizes",
+	recTxnCommit:     "txn_commit",
+	recTxnEnd:        "txn_end",
+	recSnapTxn:       "snapshot_txn",
 }
 
 // RecordTypeName names a record type ("commit", "mapping", ...), or returns
@@ -338,6 +439,12 @@ type Record struct {
 	Mapping    json.RawMessage `json:"mapping,omitempty"`
 	// Sizes are a snapshot's counts of groups, topics and keys.
 	Sizes []int `json:"sizes,omitempty"`
+	// ProducerID and ProducerEpoch name the transaction of a txn_commit,
+	// txn_end or snapshot_txn record; Committed says whether a txn_end
+	// committed its offsets (else it dropped them).
+	ProducerID    *int64 `json:"producerId,omitempty"`
+	ProducerEpoch *int16 `json:"producerEpoch,omitempty"`
+	Committed     *bool  `json:"committed,omitempty"`
 }
 
 // RecordOffset is one offset of a Record; a delete names only the topic
@@ -363,6 +470,17 @@ func DecodeRecord(typ byte, payload []byte) (Record, error) {
 	case recCommit, recSnapGroup, recSnapGroups:
 		gen := v.generation
 		r.Generation = &gen
+	case recTxnCommit, recTxnEnd, recSnapTxn:
+		id, epoch := v.producerID, v.producerEp
+		r.ProducerID, r.ProducerEpoch = &id, &epoch
+		if typ == recTxnCommit {
+			gen := v.generation
+			r.Generation = &gen
+		}
+		if typ == recTxnEnd {
+			on := v.committed
+			r.Committed = &on
+		}
 	case recSnapSizes:
 		r.Sizes = v.sizes[:]
 	case recGlobalRead:

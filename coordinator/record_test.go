@@ -64,6 +64,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		{TopicPartition: cache.TopicPartition{Topic: "u", Partition: 0}, Offset: cache.Offset{Offset: 6, LeaderEpoch: 1}},
 	}))
 	f.Add(recSnapSizes, encodeSnapSizes(nil, 1, 2, 3))
+	f.Add(recTxnCommit, encodeTxnCommit(nil, "g", 7, 1, -1, 5, []OffsetCommit{{Topic: "t", Offset: 1}}))
+	f.Add(recTxnEnd, encodeTxnEnd(nil, "g", 7, 2, true, []txnOffset{{topicPartition{Topic: "t"}, cache.Offset{Offset: 1}}}))
+	f.Add(recSnapTxn, encodeSnapTxn(nil, "g", 7, 2, nil))
 	f.Fuzz(func(t *testing.T, typ byte, payload []byte) {
 		DecodeRecord(typ, payload) // must not panic or allocate without bound
 	})

@@ -282,6 +282,7 @@ func (p *partition) installSnapshot(index uint64) error {
 	}
 	groups := p.offsets.Groups(nil)
 	p.capturedAt = make(map[string]uint64)
+	p.txns.reset()
 	var err error
 	p.offsets.Update(func(w cache.OffsetsWriter) {
 		for _, g := range groups {

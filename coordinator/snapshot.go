@@ -104,6 +104,13 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	p.lastSnapAt = time.Now()
 	prev := p.lastSnapshot
 	w, j := p.w, p.journal
+	// The pending transactional offsets are few: they are copied here,
+	// where every record up to index and none past it is applied, and so
+	// are the snapshot's exactly as of its index.
+	var txns []txnSnapEntry
+	if !refresh {
+		txns = p.txns.copyAll()
+	}
 	go func() {
 		start := time.Now()
 		res := snapResult{index: index, refresh: refresh}
@@ -114,7 +121,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 			res.err = w.snapshotted(prev, index, refresh, false)
 		}
 		if res.err == nil && !refresh {
-			res.size, res.err = p.writeSnapshot(index, stop)
+			res.size, res.err = p.writeSnapshot(index, txns, stop)
 		}
 		res.took = time.Since(start)
 		if res.err == nil {
@@ -135,9 +142,10 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 // Snapshot waiting for it are told the coordinator closed.
 var errSnapshotStopped = fmt.Errorf("%w: the snapshot was stopped before it was written", ErrClosed)
 
-// writeSnapshot writes the tables as of index (at least) to a snapshot file.
-// It runs beside the partition's writes and takes only short read locks.
-func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, error) {
+// writeSnapshot writes the tables as of index (at least) to a snapshot file,
+// with txns, the pending transactional offsets as of index exactly. It
+// runs beside the partition's writes and takes only short read locks.
+func (p *partition) writeSnapshot(index uint64, txns []txnSnapEntry, stop <-chan struct{}) (int64, error) {
 	w, err := p.snaps.Create(index)
 	if err != nil {
 		return 0, err
@@ -195,6 +203,19 @@ func (p *partition) writeSnapshot(index uint64, stop <-chan struct{}) (int64, er
 		if err := w.Add(recGlobalRead, encodeGlobalRead(buf.B[:0], scope, true)); err != nil {
 			w.Abort()
 			return 0, err
+		}
+	}
+	for _, e := range txns {
+		// An entry with no offsets still keeps its producer's epoch.
+		for rest := e.offsets; ; {
+			n := min(len(rest), maxSnapEntries)
+			if err := w.Add(recSnapTxn, encodeSnapTxn(buf.B[:0], e.group, e.producer, e.epoch, rest[:n])); err != nil {
+				w.Abort()
+				return 0, err
+			}
+			if rest = rest[n:]; len(rest) == 0 {
+				break
+			}
 		}
 	}
 	return w.Commit()

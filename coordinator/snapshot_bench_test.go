@@ -160,7 +160,7 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 	index := c.journal.LastIndex()
 	for b.Loop() {
 		index++ // a snapshot file per index; the journal is not read
-		if _, err := p.writeSnapshot(index, stop); err != nil {
+		if _, err := p.writeSnapshot(index, p.txns.copyAll(), stop); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -462,7 +462,7 @@ func TestSnapshotStoppedByCloseSaysClosed(t *testing.T) {
 	stop := make(chan struct{})
 	close(stop)
 	p := c.parts[0]
-	if _, err := p.writeSnapshot(c.journal.LastIndex(), stop); !errors.Is(err, ErrClosed) {
+	if _, err := p.writeSnapshot(c.journal.LastIndex(), p.txns.copyAll(), stop); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a stopped snapshot says %v, want ErrClosed", err)
 	}
 	if list, err := p.snaps.List(); err != nil || len(list) != 0 {

@@ -53,7 +53,7 @@ func upgradeFormat1(dir string, opts Options, m meta) error {
 	}
 	if top > 0 {
 		for _, p := range parts {
-			if _, err := p.writeSnapshot(top, nil); err != nil {
+			if _, err := p.writeSnapshot(top, p.txns.copyAll(), nil); err != nil {
 				return err
 			}
 		}

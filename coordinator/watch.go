@@ -84,7 +84,7 @@ func (ws *watchers) wake(entries []log.Entry) {
 	for _, e := range entries {
 		d := decoder{b: e.Payload}
 		switch e.Type {
-		case recCommit, recDeleteOffsets, recDeleteGroup:
+		case recCommit, recDeleteOffsets, recDeleteGroup, recTxnEnd:
 			fire(ws.groups, d.bytes())
 		case recExpireGroups:
 			for n := d.int(); n > 0 && !d.bad; n-- {

@@ -108,6 +108,8 @@ func (h *Handler) routed(req kmsg.Request) kmsg.Response {
 		group = r.Group
 	case *kmsg.OffsetDeleteRequest:
 		group = r.Group
+	case *kmsg.TxnOffsetCommitRequest:
+		group = r.Group
 	case *kmsg.JoinGroupRequest:
 		group = r.Group
 	case *kmsg.SyncGroupRequest:

@@ -640,11 +640,12 @@ func (cg *consumerGroup) state() string {
 
 // fenceConsumerCommit checks an OffsetCommit against a consumer group: a
 // group without members takes simple commits; otherwise the commit comes
-// from a member, over OffsetCommit v9 or above, at an epoch no later than
-// its own and, for each partition assigned to it, no earlier than the epoch
-// the partition came at (KIP-1251: a commit sent just before the member's
-// epoch moved still lands). One partition refused refuses the commit.
-func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32, offsets []coordinator.OffsetCommit) int16 {
+// from a member, over OffsetCommit v9 or above (a transactional commit,
+// txn, over any version), at an epoch no later than its own and, for each
+// partition assigned to it, no earlier than the epoch the partition came
+// at (KIP-1251: a commit sent just before the member's epoch moved still
+// lands). One partition refused refuses the commit.
+func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32, offsets []coordinator.OffsetCommit, txn bool) int16 {
 	cg := g.cg
 	if len(cg.members) == 0 {
 		if epoch >= 0 {
@@ -656,7 +657,7 @@ func (g *group) fenceConsumerCommit(version int16, memberID string, epoch int32,
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case version < 9:
+	case version < 9 && !txn:
 		return kerr.UnsupportedVersion.Code
 	case epoch > m.epoch:
 		return kerr.StaleMemberEpoch.Code

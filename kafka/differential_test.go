@@ -16,6 +16,10 @@ import (
 type members struct {
 	byName map[string]string
 	byID   map[string]string
+	// The transactional producer of the script, as InitProducerID and
+	// EndTxn (which bumps the epoch from v5) answered.
+	producerID    int64
+	producerEpoch int16
 }
 
 func newMembers() *members { return &members{byName: map[string]string{}, byID: map[string]string{}} }
@@ -134,6 +138,51 @@ func offsetDelete(group string) func(*members) kmsg.Request {
 	}
 }
 
+func initProducer(txid string) func(*members) kmsg.Request {
+	return func(*members) kmsg.Request {
+		r := kmsg.NewPtrInitProducerIDRequest()
+		r.TransactionalID, r.TransactionTimeoutMillis = kmsg.StringPtr(txid), 60000
+		return r
+	}
+}
+
+// txnCommit is a TxnOffsetCommit of orders/0 by the script's producer, at
+// its epoch plus epochDelta.
+func txnCommit(group, member string, generation int32, offset int64, epochDelta int16) func(*members) kmsg.Request {
+	return func(m *members) kmsg.Request {
+		r := txnCommitRequest(5, group, m.producerEpoch+epochDelta, offset)
+		r.TransactionalID, r.ProducerID = "tx", m.producerID
+		r.MemberID, r.Generation = m.id(member), generation
+		return r
+	}
+}
+
+// addOffsets is AddOffsetsToTxn of group, which a transaction coordinator
+// (kfake, in both runs) answers: it starts the transaction there.
+func addOffsets(group string) func(*members) kmsg.Request {
+	return func(m *members) kmsg.Request {
+		r := kmsg.NewPtrAddOffsetsToTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = "tx", m.producerID, m.producerEpoch, group
+		return r
+	}
+}
+
+func endTxn(commit bool) func(*members) kmsg.Request {
+	return func(m *members) kmsg.Request {
+		r := kmsg.NewPtrEndTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = "tx", m.producerID, m.producerEpoch, commit
+		return r
+	}
+}
+
+func stableFetchStep(group string) func(*members) kmsg.Request {
+	return func(m *members) kmsg.Request {
+		r := fetch(group)(m).(*kmsg.OffsetFetchRequest)
+		r.RequireStable = true
+		return r
+	}
+}
+
 // summary is what of an answer the two coordinators must agree on.
 func summary(resp kmsg.Response, m *members) string {
 	var b strings.Builder
@@ -148,6 +197,22 @@ func summary(resp kmsg.Response, m *members) string {
 		fmt.Fprintf(&b, "code=%d", r.ErrorCode)
 		for _, rm := range r.Members {
 			fmt.Fprintf(&b, " %s:%d", m.name(rm.MemberID), rm.ErrorCode)
+		}
+	case *kmsg.InitProducerIDResponse:
+		m.producerID, m.producerEpoch = r.ProducerID, r.ProducerEpoch
+		fmt.Fprintf(&b, "code=%d", r.ErrorCode)
+	case *kmsg.AddOffsetsToTxnResponse:
+		fmt.Fprintf(&b, "code=%d", r.ErrorCode)
+	case *kmsg.EndTxnResponse:
+		if r.Version >= 5 && r.ErrorCode == 0 {
+			m.producerEpoch = r.ProducerEpoch
+		}
+		fmt.Fprintf(&b, "code=%d", r.ErrorCode)
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				fmt.Fprintf(&b, "%s/%d:%d ", t.Topic, p.Partition, p.ErrorCode)
+			}
 		}
 	case *kmsg.OffsetCommitResponse:
 		for _, t := range r.Topics {
@@ -261,6 +326,46 @@ func TestDifferentialAgainstKfake(t *testing.T) {
 		{"leave of an unknown group", leave("nothing", "m1")},
 	}
 
+	compareScript(t, script)
+}
+
+// TestDifferentialTxnAgainstKfake plays a script of transactional offset
+// commits: kfake is the transaction coordinator in both runs, and its
+// transactions' ends are forwarded to offsetd as markers.
+func TestDifferentialTxnAgainstKfake(t *testing.T) {
+	compareScript(t, []step{
+		{"init producer", initProducer("tx")},
+		{"simple commit", commit("tg", "", -1, 1)},
+		{"add offsets", addOffsets("tg")},
+		{"txn commit", txnCommit("tg", "", -1, 5, 0)},
+		{"stable fetch, pending", stableFetchStep("tg")},
+		{"fetch, pending", fetch("tg")},
+		{"commit the transaction", endTxn(true)},
+		{"stable fetch, committed", stableFetchStep("tg")},
+		{"txn commit at an older epoch", txnCommit("tg", "", -1, 6, -1)},
+		{"add offsets again", addOffsets("tg")},
+		{"txn commit to abort", txnCommit("tg", "", -1, 7, 0)},
+		{"abort", endTxn(false)},
+		{"stable fetch after the abort", stableFetchStep("tg")},
+		{"txn commit with a generation, no group", txnCommit("nog", "", 3, 1, 0)},
+		{"first join", join("cg", "", nil)},
+		{"join", join("cg", "m1", nil)},
+		{"sync", syncStep("cg", "m1", 1, true)},
+		{"add the member's offsets", addOffsets("cg")},
+		{"member txn commit", txnCommit("cg", "m1", 1, 3, 0)},
+		{"txn commit at a wrong generation", txnCommit("cg", "m1", 2, 3, 0)},
+		{"txn commit from an unknown member", txnCommit("cg", "nobody", 1, 3, 0)},
+		{"txn commit with no member and no generation", txnCommit("cg", "", -1, 4, 0)},
+		{"commit the member's transaction", endTxn(true)},
+		{"fetch the member's group", fetch("cg")},
+	})
+}
+
+// compareScript plays script against kfake alone and against offsetd
+// behind kfake, and reports every answer that differs, but for
+// documentedDifferences.
+func compareScript(t *testing.T, script []step) {
+	t.Helper()
 	kfakeAnswers := playScript(t, script, false)
 	offsetdAnswers := playScript(t, script, true)
 	for i, s := range script {
@@ -286,6 +391,7 @@ func playScript(t *testing.T, script []step, offsetd bool) []string {
 		opts := testHandlerOptions()
 		opts.Broker = rc.broker(t)
 		rc.current.Store(newHandler(t, openCoordinator(t, t.TempDir()), opts))
+		rc.forwardTxnMarkers(t, nil)
 		addrs = rc.ListenAddrs()
 	} else {
 		cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"), kfake.GroupMinSessionTimeout(0), kfake.MaxVersions(handlerKafkaVersions()))

@@ -74,6 +74,9 @@ func handlerKafkaVersions() *kversion.Versions {
 // SyncGroup wait for the other members, so they sleep outside kfake's
 // control loop while they wait.
 func (rc *routedCluster) route(req kmsg.Request) (kmsg.Response, error, bool) {
+	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok && fc.CoordinatorType != 0 {
+		return nil, nil, false // a transaction coordinator is kfake's
+	}
 	rc.KeepControl()
 	start := time.Now()
 	h := rc.current.Load()

@@ -25,7 +25,8 @@ type Client struct {
 
 // Handler answers the Kafka requests of a group coordinator: FindCoordinator,
 // OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
-// DeleteGroups and the classic group protocol (JoinGroup, SyncGroup,
+// DeleteGroups, TxnOffsetCommit and WriteTxnMarkers (transactional
+// offsets, held pending until their transaction's marker), the classic group protocol (JoinGroup, SyncGroup,
 // Heartbeat, LeaveGroup). Offsets and generations are stored in the
 // coordinator; group membership lives in memory and is rebuilt by the
 // members rejoining after a restart. It is safe for concurrent use.
@@ -145,6 +146,10 @@ func (h *Handler) Handle(ctx context.Context, req kmsg.Request, from Client) (km
 		resp = h.offsetFetch(ctx, r)
 	case *kmsg.OffsetDeleteRequest:
 		resp = h.offsetDelete(ctx, r)
+	case *kmsg.TxnOffsetCommitRequest:
+		resp = h.txnOffsetCommit(ctx, r)
+	case *kmsg.WriteTxnMarkersRequest:
+		resp = h.writeTxnMarkers(ctx, r)
 	case *kmsg.ListGroupsRequest:
 		resp = h.listGroups(r)
 	case *kmsg.DescribeGroupsRequest:

@@ -62,6 +62,24 @@ func errorCode(resp kmsg.Response) int16 {
 				}
 			}
 		}
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
+	case *kmsg.WriteTxnMarkersResponse:
+		for _, m := range r.Markers {
+			for _, t := range m.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode != 0 {
+						return p.ErrorCode
+					}
+				}
+			}
+		}
 	case *kmsg.FindCoordinatorResponse:
 		if r.ErrorCode != 0 {
 			return r.ErrorCode

@@ -111,7 +111,7 @@ func (h *Handler) commitInGroup(ctx context.Context, req *kmsg.OffsetCommitReque
 				// Member epochs are not generations: they are fenced
 				// here, and the coordinator takes a simple commit.
 				stored = coordinator.NoGeneration
-				c = in.fenceConsumerCommit(req.Version, req.MemberID, generation, offsets)
+				c = in.fenceConsumerCommit(req.Version, req.MemberID, generation, offsets, false)
 			} else {
 				m, c = in.fenceCommit(req.MemberID, req.InstanceID, generation)
 			}
@@ -181,7 +181,7 @@ func (h *Handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 			}
 			var ts []kmsg.OffsetFetchResponseTopic
 			if c == 0 {
-				ts, c = h.fetchGroup(ctx, rg.Group, topics)
+				ts, c = h.fetchGroup(ctx, rg.Group, topics, req.RequireStable)
 			}
 			sg.ErrorCode = c
 			for _, t := range ts {
@@ -202,7 +202,7 @@ func (h *Handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{} // before v2 there is no "all topics"
 	}
-	ts, c := h.fetchGroup(ctx, req.Group, topics)
+	ts, c := h.fetchGroup(ctx, req.Group, topics, req.RequireStable)
 	if c != 0 {
 		return refuse(req, c) // before v2, every partition carries the code
 	}
@@ -214,8 +214,11 @@ func (h *Handler) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 // fetchGroup returns a group's offsets on topics, or on every topic when
 // topics is nil. Partitions without an offset answer -1, as Kafka does. In
 // a cluster the read is linearizable: it waits for the coordinator to have
-// applied every commit acknowledged before it.
-func (h *Handler) fetchGroup(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestTopic) ([]kmsg.OffsetFetchResponseTopic, int16) {
+// applied every commit acknowledged before it. With stable (RequireStable,
+// v7+), a partition with offsets pending in a transaction answers
+// UNSTABLE_OFFSET_COMMIT and no offset, which the client retries until
+// the transaction ends.
+func (h *Handler) fetchGroup(ctx context.Context, group string, topics []kmsg.OffsetFetchRequestTopic, stable bool) ([]kmsg.OffsetFetchResponseTopic, int16) {
 	if !validName(group) {
 		return nil, kerr.InvalidGroupID.Code
 	}
@@ -229,6 +232,29 @@ func (h *Handler) fetchGroup(ctx context.Context, group string, topics []kmsg.Of
 	if err != nil {
 		return nil, code(err)
 	}
+	type key struct {
+		topic     string
+		partition int32
+	}
+	var unstable map[key]bool
+	if stable {
+		pending, err := h.c.PendingOffsets(group)
+		if err != nil {
+			return nil, code(err)
+		}
+		unstable = make(map[key]bool, len(pending))
+		for _, p := range pending {
+			unstable[key{p.Topic, p.Partition}] = true
+		}
+	}
+	fetched := func(topic string, partition int32, o *coordinator.Offset) kmsg.OffsetFetchResponseTopicPartition {
+		if unstable[key{topic, partition}] {
+			rp := fetchedPartition(partition, nil)
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			return rp
+		}
+		return fetchedPartition(partition, o)
+	}
 	var out []kmsg.OffsetFetchResponseTopic
 	if topics == nil {
 		for i, o := range offsets {
@@ -238,13 +264,9 @@ func (h *Handler) fetchGroup(ctx context.Context, group string, topics []kmsg.Of
 				out = append(out, rt)
 			}
 			rt := &out[len(out)-1]
-			rt.Partitions = append(rt.Partitions, fetchedPartition(o.Partition, &o.Offset))
+			rt.Partitions = append(rt.Partitions, fetched(o.Topic, o.Partition, &o.Offset))
 		}
 		return out, 0
-	}
-	type key struct {
-		topic     string
-		partition int32
 	}
 	byKey := make(map[key]*coordinator.Offset, len(offsets))
 	for i := range offsets {
@@ -254,7 +276,7 @@ func (h *Handler) fetchGroup(ctx context.Context, group string, topics []kmsg.Of
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, fetchedPartition(p, byKey[key{t.Topic, p}]))
+			rt.Partitions = append(rt.Partitions, fetched(t.Topic, p, byKey[key{t.Topic, p}]))
 		}
 		out = append(out, rt)
 	}

@@ -35,6 +35,29 @@ func refuse(req kmsg.Request, code int16) kmsg.Response {
 				r.Topics = append(r.Topics, rt)
 			}
 		}
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+	case *kmsg.WriteTxnMarkersResponse:
+		for _, m := range req.(*kmsg.WriteTxnMarkersRequest).Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rt.Partitions = append(rt.Partitions, kmsg.WriteTxnMarkersResponseMarkerTopicPartition{Partition: p, ErrorCode: code})
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			r.Markers = append(r.Markers, rm)
+		}
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
 	case *kmsg.FindCoordinatorResponse:

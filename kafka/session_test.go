@@ -271,7 +271,8 @@ func TestRefuseEveryKind(t *testing.T) {
 	cgDescribe.Groups = []string{"g"}
 	reqs := []kmsg.Request{kmsg.NewPtrConsumerGroupHeartbeatRequest(), cgDescribe, commitRequest("g"), fetch, oldFetch, find, kmsg.NewPtrFindCoordinatorRequest(), describe, del,
 		kmsg.NewPtrOffsetDeleteRequest(), kmsg.NewPtrListGroupsRequest(), kmsg.NewPtrJoinGroupRequest(),
-		kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrLeaveGroupRequest()}
+		kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrLeaveGroupRequest(),
+		txnCommitRequest(3, "g", 0, 1), markerRequest(0, true)}
 	seen := map[int16]bool{}
 	for _, req := range reqs {
 		seen[req.Key()] = true

@@ -20,6 +20,9 @@ var handlerVersions = map[int16]versionRange{
 	int16(kmsg.ListGroups):      {0, 5},
 	int16(kmsg.DeleteGroups):    {0, 3},
 	int16(kmsg.OffsetDelete):    {0, 0},
+	// TxnOffsetCommit stops at v5 for the reason OffsetCommit stops at v9.
+	int16(kmsg.TxnOffsetCommit): {0, 5},
+	int16(kmsg.WriteTxnMarkers): {0, 2},
 
 	int16(kmsg.ConsumerGroupHeartbeat): {0, 1},
 	int16(kmsg.ConsumerGroupDescribe):  {0, 1},

@@ -181,7 +181,7 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		damagedSnaps += verifySnapshots(out, sdir)
 	}
 	endRun(len(layout.Snapshots))
-	if metaErr != nil || layout.Format != 2 || replicated {
+	if metaErr != nil || layout.Format == 1 || replicated {
 		// No plan to run: serve refuses a damaged meta file, converts a
 		// directory of format 1 before it plans, and a cluster node's
 		// partitions load from Raft. The frames checked are the verdict.
