@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/offsetd/offsetd/cluster"
@@ -25,7 +27,7 @@ import (
 // BenchmarkCommit.
 func BenchmarkClusterCommit(b *testing.B) {
 	for _, writers := range []int{1, 64} {
-		for _, sys := range []system{offsetdSystem, offsetdRaftSystem} {
+		for _, sys := range []system{offsetdSystem, offsetdRaftSystem, floorRaftSystem} {
 			b.Run(fmt.Sprintf("sys=%s/writers=%d/parts=1", sys.name, writers), func(b *testing.B) {
 				benchCommit(b, sys, writers, 1)
 			})
@@ -40,6 +42,65 @@ var offsetdRaftSystem = system{
 	open: func(dir string, _ int) (committer, error) {
 		return openCluster(dir, 3)
 	},
+}
+
+// floorRaftSystem is the replication floor: what this disk allows three
+// replicas' logs at all. Each commit is appended to three group-commit
+// floors (floor-group, three files in three directories of the same disk)
+// at once, as a leader writes its entry while its followers write theirs,
+// and is acknowledged once the first file (the leader's) and one other
+// have synced it. No network, no consensus, no state: offsetd-raft3 beside
+// it shows what those cost.
+var floorRaftSystem = system{
+	name:    "floor-raft3",
+	durable: true,
+	open: func(dir string, _ int) (committer, error) {
+		var s raftFloor
+		for i := range s.files {
+			d := filepath.Join(dir, fmt.Sprint(i+1))
+			g, err := func() (*groupFile, error) {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return nil, err
+				}
+				return openGroupFile(filepath.Join(d, "floor.log"), 0)
+			}()
+			if err != nil {
+				return nil, errors.Join(err, s.Close())
+			}
+			s.files[i] = g
+		}
+		return &s, nil
+	},
+}
+
+// raftFloor is the floor-raft3 store.
+type raftFloor struct{ files [3]*groupFile }
+
+func (s *raftFloor) Commit(ctx context.Context, group string, offsets []coordinator.OffsetCommit) error {
+	followers := make(chan error, 2)
+	sent := slices.Clone(offsets) // the caller reuses offsets once answered
+	for _, f := range s.files[1:] {
+		go func() { followers <- f.Commit(ctx, group, sent) }()
+	}
+	if err := s.files[0].Commit(ctx, group, offsets); err != nil {
+		return err
+	}
+	err := <-followers
+	if err != nil {
+		err = <-followers // a quorum needs one follower
+	}
+	return err
+}
+
+// Close closes the three files.
+func (s *raftFloor) Close() error {
+	var errs []error
+	for _, f := range s.files {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // clusterStore commits to the leader of each group's partition.

@@ -52,7 +52,7 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("Commit throughput counts every committer together; p50 and p99 latency are what one committer waits for its ack. ")
 	b.WriteString("For offsetd and the group floors, which append to one log, a batch is one append with its fsync: commits per fsync is what one carried, append + fsync how long it took, and log idle between fsyncs how long the log waited between the end of one batch and the start of the next (the run's time not spent appending, per batch). ")
 	b.WriteString("offsetd-http ÷ offsetd and offsetd-kafka ÷ offsetd are what the HTTP and Kafka paths keep of the embedded figure. ")
-	b.WriteString("ClusterCommit runs offsetd on one node and offsetd-raft3 (three nodes of a cluster in one process, on the same cores and disk: a commit is acknowledged once two nodes have fsynced it) in the same run; offsetd-raft3 ÷ offsetd is what replication keeps of the single-node figure.\n\n")
+	b.WriteString("ClusterCommit runs offsetd on one node and offsetd-raft3 (three nodes of a cluster in one process, on the same cores and disk: a commit is acknowledged once two nodes have fsynced it) in the same run; offsetd-raft3 ÷ offsetd is what replication keeps of the single-node figure, and floor-raft3 (every commit appended and fdatasynced to three files of the same disk at once, acknowledged once the first and one other have it) is what the disk allows three replicas at all.\n\n")
 	if err := WriteTable(&b, res); err != nil {
 		return err
 	}
@@ -91,6 +91,8 @@ func WriteMarkdown(w io.Writer, res *Results, meta Meta) error {
 	b.WriteString("- **pebble**: default options; each commit is a batch committed with `pebble.Sync` (Pebble syncs its WAL before returning, sharing one sync among concurrent commits).\n")
 	b.WriteString("- **bbolt**: default options (each transaction fdatasyncs its pages, then its meta page); one committer uses `db.Update`, several use `db.Batch` (default 1000 calls or 10 ms per batch).\n")
 	b.WriteString("- **floor-group**: the batch floor: one flusher appends everything waiting with one write and one fdatasync, then acks it all.\n")
+	b.WriteString("- **offsetd-raft3**: three nodes of a cluster in one process, each with its own journal on the same disk, talking HTTP over loopback; a commit goes to its partition's leader and is acknowledged once two nodes have fsynced it and the leader applied it.\n")
+	b.WriteString("- **floor-raft3**: the replication floor: each commit appended to three floor-group files of the same disk at once and acknowledged once the first and one other have synced it; no network, no consensus.\n")
 	b.WriteString("- **floor-prealloc**: floor-group overwriting preallocated, already-synced space instead of appending (as Pebble recycles its WAL files): the most any log with one flusher can do on this disk.\n")
 	b.WriteString("- **floor-sync**: each commit is appended to a file and fdatasynced before the next (committers take turns).\n")
 	b.WriteString("- **memory**: a Go map under a mutex; not durable, the bound for reads and for work done in memory.\n")

@@ -8,7 +8,7 @@ import (
 )
 
 // systemOrder is the order of the known systems' columns.
-var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "kafka-floor", "offsetd-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "kafka-floor", "offsetd-raft3", "floor-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
 
 // httpSystem is offsetd behind its HTTP server, driven by its Go client on
 // loopback.
@@ -25,6 +25,11 @@ const kafkaFloorSystem = "kafka-floor"
 // clusterSystem is offsetd on three nodes of a cluster in one process
 // (BenchmarkClusterCommit), run beside offsetd on one node.
 const clusterSystem = "offsetd-raft3"
+
+// clusterFloorSystem is the replication floor under offsetd-raft3: every
+// commit appended and fdatasynced to three files of the same disk at once,
+// acknowledged once the first and one other have it.
+const clusterFloorSystem = "floor-raft3"
 
 // httpFloorSystem is the bare net/http handler under offsetd-http's point
 // fetch (BenchmarkHTTPFloor).
@@ -51,6 +56,7 @@ var ratioColumns = []struct {
 	{"offsetd-http ÷ offsetd", always(httpSystem), always(subject)},
 	{"offsetd-kafka ÷ offsetd", always(kafkaSystem), always(subject)},
 	{"offsetd-raft3 ÷ offsetd", always(clusterSystem), always(subject)},
+	{"offsetd-raft3 ÷ floor-raft3", always(clusterSystem), always(clusterFloorSystem)},
 }
 
 // always returns a ratio column's system that is the same in every family.

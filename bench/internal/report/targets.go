@@ -98,6 +98,31 @@ func Targets(res *Results) []Target {
 	check("Kafka commits/s at 64 committers ≥ 0.8× the kmsg floor's", ok1 && ok2 && f > 0,
 		fmt.Sprintf("%s× (%s vs %s commits/s)", sig3(r), formatRate(o), formatRate(f)), r >= 0.8)
 
+	// The cluster (issue #30): three nodes in one process against one
+	// node, in the same run (BenchmarkClusterCommit), and the replication
+	// floor: three files of the same disk synced at once.
+	const (
+		cluster1  = "ClusterCommit/writers=1/parts=1"
+		cluster64 = "ClusterCommit/writers=64/parts=1"
+	)
+	o, ok1 = med(cluster64, clusterSystem, "commits/s")
+	e, ok2 = med(cluster64, subject, "commits/s")
+	f, ok3 = med(cluster64, clusterFloorSystem, "commits/s")
+	r = o / e
+	check("3 nodes ≥ 0.30× one node's commits/s at 64 committers", ok1 && ok2 && e > 0,
+		fmt.Sprintf("%s× (%s vs %s commits/s; the replication floor %s)", sig3(r), formatRate(o), formatRate(e), formatRate(f)), r >= 0.3)
+	o, ok1 = med(cluster1, clusterSystem, "p50-ns")
+	e, ok2 = med(cluster1, subject, "p50-ns")
+	f, ok3 = med(cluster1, clusterFloorSystem, "p50-ns")
+	r = o / e
+	check("3 nodes' p50 at 1 committer ≤ 2× one node's", ok1 && ok2 && e > 0,
+		fmt.Sprintf("%s× (%s vs %s; the replication floor %s)", sig3(r), formatNanos(o), formatNanos(e), formatNanos(f)), r <= 2)
+	o, ok1 = med(cluster64, clusterSystem, "cpu-ns")
+	e, ok2 = med(cluster64, subject, "cpu-ns")
+	r = o / e
+	check("3 nodes' CPU per commit (all three) ≤ 4× one node's at 64 committers", ok1 && ok2 && e > 0,
+		fmt.Sprintf("%s× (%s vs %s)", sig3(r), formatNanos(o), formatNanos(e)), r <= 4)
+
 	o, ok1 = med(restart, subject, "ns/op")
 	check("restart of the 1.28M live keys (open → first correct fetch) ≤ 0.3 s", ok1, formatNanos(o), o <= 0.3e9)
 	h, ok1 := med(restart, subject, "heap-B/key")
