@@ -203,6 +203,15 @@ func (g *group) run(stop <-chan struct{}) {
 		case p := <-g.props:
 			p.done <- g.propose(p.data)
 		case r := <-g.reads:
+			if g.rn.BasicStatus().RaftState != raft.StateLeader {
+				// The lead was lost before the read got here (Lead, which
+				// the caller checked, is updated once the Ready that lost
+				// it is handled). raft would drop the read, or send it to
+				// a leader, and nothing would answer it while no Ready
+				// comes: never, on a node a change just removed.
+				r.done <- readResult{err: errNoLeader}
+				break
+			}
 			g.nextRead++
 			g.reading[g.nextRead] = r.done
 			g.rn.ReadIndex(binary.AppendUvarint(nil, g.nextRead))
