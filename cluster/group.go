@@ -58,6 +58,13 @@ type group struct {
 	ticks     uint64            // ticks so far, for heard
 	heard     map[uint64]uint64 // while leading: the tick each follower was last seen active
 	heardTerm uint64            // the term heard is of
+	replayTo  uint64            // the commit index the group restarted with: see replaying
+
+	// replaying is set while a restarted group applies again the entries
+	// it had applied before (up to replayTo): its configuration is then
+	// one it had on the way, not its last, and says nothing of this
+	// node's membership.
+	replaying atomic.Bool
 
 	mu        sync.Mutex
 	leader    uint64                  // guarded by mu
@@ -154,6 +161,10 @@ func (g *group) start(applied uint64) error {
 		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
 	}
 	hs, _, _ := g.storage.InitialState()
+	if hs.GetCommit() > applied {
+		g.replayTo = hs.GetCommit()
+		g.replaying.Store(true)
+	}
 	last, _ := g.storage.LastIndex()
 	if raft.IsEmptyHardState(hs) && last == 0 && !o.Join {
 		peers := make([]raft.Peer, len(o.Peers))
@@ -403,6 +414,7 @@ func (g *group) handle(rd raft.Ready) error {
 			}
 			g.setConf(meta.GetConfState())
 			g.applied = meta.GetIndex()
+			g.endReplay()
 			g.node.snapshotsReceived.Add(1)
 			g.node.opts.Logger.Info("raft snapshot received", "partition", g.partition, "index", meta.GetIndex(), "term", meta.GetTerm())
 			g.node.checkMembership()
@@ -485,6 +497,10 @@ func (g *group) handle(rd raft.Ready) error {
 		}
 		out = append(out, c)
 	}
+	if g.replaying.Load() && g.applied >= g.replayTo {
+		g.endReplay()
+		g.node.checkMembership()
+	}
 	if st.Lead != 0 && (st.Lead != g.seenLead || st.GetTerm() != g.seenTerm) {
 		g.node.leaderChanges.Add(1)
 		g.node.opts.Logger.Info("raft leader changed", "partition", g.partition, "term", st.GetTerm(), "old", g.seenLead, "new", st.Lead)
@@ -514,6 +530,14 @@ func (g *group) handle(rd raft.Ready) error {
 	}
 	g.rn.Advance(rd)
 	return nil
+}
+
+// endReplay ends the replay of a restarted group once it has applied
+// what it had before (a leader's snapshot may take it past that).
+func (g *group) endReplay() {
+	if g.applied >= g.replayTo {
+		g.replaying.Store(false)
+	}
 }
 
 // forward hands the committed entries to the coordinator's writer, as
