@@ -35,3 +35,9 @@ func (n *Node) CommitIndex(ctx context.Context, partition int) (uint64, error) {
 	err := g.call(ctx, func(error) { commit = g.rn.BasicStatus().GetCommit() })
 	return commit, err
 }
+
+// ReadIndex asks partition's group for a read index, as the coordinator
+// does once Lead said this node leads.
+func (n *Node) ReadIndex(ctx context.Context, partition int) (uint64, error) {
+	return replica{n.groups[partition]}.ReadIndex(ctx)
+}

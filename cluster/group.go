@@ -64,6 +64,13 @@ type group struct {
 	ticks     uint64            // ticks so far, for heard
 	heard     map[uint64]uint64 // while leading: the tick each follower was last seen active
 	heardTerm uint64            // the term heard is of
+	replayTo  uint64            // the commit index the group restarted with: see replaying
+
+	// replaying is set while a restarted group applies again the entries
+	// it had applied before (up to replayTo): its configuration is then
+	// one it had on the way, not its last, and says nothing of this
+	// node's membership.
+	replaying atomic.Bool
 
 	mu        sync.Mutex
 	leader    uint64                  // guarded by mu
@@ -162,6 +169,10 @@ func (g *group) start(applied uint64) error {
 		return fmt.Errorf("cluster: partition %d: %w", g.partition, err)
 	}
 	hs, _, _ := g.storage.InitialState()
+	if hs.GetCommit() > applied {
+		g.replayTo = hs.GetCommit()
+		g.replaying.Store(true)
+	}
 	last, _ := g.storage.LastIndex()
 	g.last = last
 	g.written = written{hs: hs, term: hs.GetTerm(), vote: hs.GetVote()}
@@ -218,6 +229,15 @@ func (g *group) run(stop <-chan struct{}) {
 		case p := <-g.props:
 			p.done <- g.propose(p.data)
 		case r := <-g.reads:
+			if g.rn.BasicStatus().RaftState != raft.StateLeader {
+				// The lead was lost before the read got here (Lead, which
+				// the caller checked, is updated once the Ready that lost
+				// it is handled). raft would drop the read, or send it to
+				// a leader, and nothing would answer it while no Ready
+				// comes: never, on a node a change just removed.
+				r.done <- readResult{err: errNoLeader}
+				break
+			}
 			g.nextRead++
 			g.reading[g.nextRead] = r.done
 			g.rn.ReadIndex(binary.AppendUvarint(nil, g.nextRead))
@@ -445,6 +465,10 @@ func (g *group) handle(rd raft.Ready) error {
 		}
 		out = append(out, c)
 	}
+	if g.replaying.Load() && g.applied >= g.replayTo {
+		g.endReplay()
+		g.node.checkMembership()
+	}
 	if st.Lead != 0 && (st.Lead != g.seenLead || st.GetTerm() != g.seenTerm) {
 		g.node.leaderChanges.Add(1)
 		g.node.opts.Logger.Info("raft leader changed", "partition", g.partition, "term", st.GetTerm(), "old", g.seenLead, "new", st.Lead)
@@ -477,6 +501,14 @@ func (g *group) handle(rd raft.Ready) error {
 		_ = g.rn.Step(m)
 	}
 	return nil
+}
+
+// endReplay ends the replay of a restarted group once it has applied
+// what it had before (a leader's snapshot may take it past that).
+func (g *group) endReplay() {
+	if g.applied >= g.replayTo {
+		g.replaying.Store(false)
+	}
 }
 
 // forward hands the committed entries to the coordinator's writer, as

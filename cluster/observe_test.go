@@ -503,3 +503,34 @@ func TestRemovedWhileCutOff(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartIsNoRemoval restarts a founding node before any snapshot:
+// the node applies its log's configuration changes again from the
+// bootstrap's first (a group of node 1 alone, then of nodes 1 and 2),
+// and must not judge its membership on those (node 3 is in neither), so
+// it logs no removal, nor a return, on its way to the configuration it
+// had.
+func TestRestartIsNoRemoval(t *testing.T) {
+	tc := newTestCluster(t, 29, 3, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := tc.commit(ctx, "g", 1); err != nil {
+		t.Fatal(err)
+	}
+	tc.stop(3)
+	removed := tc.collect("this node was removed from the cluster", 3)
+	back := tc.collect("this node is a voter of the cluster", 3)
+	n := tc.start(3)
+	if err := tc.commit(ctx, "g", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitApplied(ctx, n, "g", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(removed.of(3), back.of(3)...); len(got) > 0 {
+		t.Fatalf("node 3, restarted, logged %q: its membership was judged on a configuration its log had before", got[0].Message)
+	}
+	if st := n.Stats(); st.Membership != cluster.Member {
+		t.Fatalf("node 3's membership after its restart: %v", st.Membership)
+	}
+}

@@ -261,6 +261,7 @@ func (g *group) onStable(s stable) error {
 		g.mu.Unlock()
 		g.setConf(meta.GetConfState())
 		g.applied = meta.GetIndex()
+		g.endReplay()
 		g.node.snapshotsReceived.Add(1)
 		g.node.opts.Logger.Info("raft snapshot received", "partition", g.partition, "index", meta.GetIndex(), "term", meta.GetTerm())
 		g.node.checkMembership()

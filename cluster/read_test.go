@@ -62,3 +62,44 @@ func TestDeposedLeaderServesNoStaleRead(t *testing.T) {
 		t.Fatalf("fetch after healing: %d, %v; want 2", got, err)
 	}
 }
+
+// TestReadOfLostLeadIsRefused asks a read index of a node that has lost
+// its lead and hears nothing more (cut off, its clock stopped: what a
+// leader that a change removes is too, for good). The coordinator asks
+// only once Lead says this node leads, which lags the group by one Ready:
+// the read must be refused at once, not dropped by raft and left
+// unanswered until its deadline.
+func TestReadOfLostLeadIsRefused(t *testing.T) {
+	tc := newTestCluster(t, 5, 3, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := tc.commit(ctx, "g", 1); err != nil {
+		t.Fatal(err)
+	}
+	old, err := tc.anyNode(0, 0).AwaitLeader(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := tc.node(old)
+	tc.nw.Isolate(old)
+	// It steps down once it misses its quorum for an election timeout.
+	for {
+		if _, self := n.Coordinator().Leader("g"); !self {
+			break
+		}
+		select {
+		case <-n.LeadersChanged():
+		case <-ctx.Done():
+			t.Fatalf("the cut-off leader %d never stepped down", old)
+		}
+	}
+	tc.freeze(old, true)
+	read, cancelRead := context.WithTimeout(ctx, 100*testTick)
+	_, err = n.ReadIndex(read, 0)
+	cancelRead()
+	if !errors.Is(err, coordinator.ErrNotLeader) {
+		t.Fatalf("a read index asked of node %d, which lost its lead: %v, want ErrNotLeader", old, err)
+	}
+	tc.freeze(old, false)
+	tc.nw.Heal()
+}

@@ -297,8 +297,11 @@ func (n *Node) toldNotMember(partitions []int) {
 func (n *Node) checkMembership() {
 	n.memberMu.Lock()
 	defer n.memberMu.Unlock()
-	m, detail := n.memberState() // under memberMu: the last to look stores what it saw
 	first := !n.memberKnown
+	if !first && slices.ContainsFunc(n.groups, func(g *group) bool { return g.replaying.Load() }) {
+		return // judged again once every group has applied what it had before
+	}
+	m, detail := n.memberState() // under memberMu: the last to look stores what it saw
 	if !first && m == n.membership {
 		return
 	}

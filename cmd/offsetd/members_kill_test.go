@@ -1,0 +1,523 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/offsetd/offsetd/client"
+	"github.com/offsetd/offsetd/internal/offsetcheck"
+	"github.com/offsetd/offsetd/partitioner"
+)
+
+var membersKillRounds = flag.Int("members.rounds", 1, "rounds of each case of TestClusterMembersSIGKILL (its long form: 10 or more)")
+
+// memberCluster is a cluster of offsetd serve processes for the tests of
+// membership changes under faults: nodes 1-3 found it, node 4 joins it.
+// The load goes through the nodes in serving.
+type memberCluster struct {
+	t          *testing.T
+	bin, dir   string
+	raft, api  []string // by node id - 1
+	partitions int
+
+	mu      sync.Mutex
+	procs   map[int]*process // running (or paused) nodes
+	serving map[int]bool     // nodes the load's calls go through
+	clients map[int]*client.Client
+}
+
+func newMemberCluster(t *testing.T, bin string) *memberCluster {
+	addrs := freeAddrs(t, 8)
+	c := &memberCluster{t: t, bin: bin, dir: t.TempDir(), raft: addrs[:4], api: addrs[4:], partitions: 2,
+		procs: map[int]*process{}, serving: map[int]bool{}, clients: map[int]*client.Client{}}
+	for id := 1; id <= 4; id++ {
+		// 400 retries 10ms apart outlast an election after a kill.
+		cl, err := client.New("http://"+c.api[id-1], client.Options{Retries: 400, MaxRetryWait: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.clients[id] = cl
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.mu.Lock()
+			for id, p := range c.procs {
+				t.Logf("node %d; its stderr:\n%s", id, p.stderr)
+			}
+			c.mu.Unlock()
+		}
+		for id := 1; id <= 4; id++ {
+			c.kill(id)
+		}
+	})
+	for id := 1; id <= 3; id++ {
+		c.start(id)
+	}
+	return c
+}
+
+// start starts node id on its data directory: nodes 1-3 as founders,
+// node 4 with -join.
+func (c *memberCluster) start(id int) {
+	c.t.Helper()
+	args := []string{"serve", "-data", filepath.Join(c.dir, fmt.Sprint(id)), "-listen", c.api[id-1],
+		"-partitions", fmt.Sprint(c.partitions), "-kafka-listen=", "-node-id", fmt.Sprint(id),
+		"-peers", strings.Join(peersOf(c.raft[:max(3, id)]), ","), "-raft-listen", c.raft[id-1]}
+	if id == 4 {
+		args = append(args, "-join")
+	}
+	p := startProcess(c.t, c.bin, args...)
+	c.mu.Lock()
+	c.procs[id] = p
+	c.mu.Unlock()
+}
+
+// signal sends sig to node id, if it runs.
+func (c *memberCluster) signal(id int, sig syscall.Signal) {
+	c.t.Helper()
+	c.mu.Lock()
+	p := c.procs[id]
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		c.t.Fatal(err)
+	}
+}
+
+// kill SIGKILLs node id, if it runs, and waits for it to exit.
+func (c *memberCluster) kill(id int) {
+	c.t.Helper()
+	c.mu.Lock()
+	p := c.procs[id]
+	delete(c.procs, id)
+	delete(c.serving, id)
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		c.t.Errorf("node %d exited before it was killed: %v; its stderr:\n%s", id, p.err, p.stderr)
+		return
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		c.t.Fatal(err)
+	}
+	<-p.exited
+}
+
+// serve sets whether the load's calls go through node id.
+func (c *memberCluster) serve(id int, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.serving[id] = true
+	} else {
+		delete(c.serving, id)
+	}
+}
+
+// pick returns the client of a serving node, turning with n.
+func (c *memberCluster) pick(n int) *client.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range 4 {
+		if id := (n+i)%4 + 1; c.serving[id] {
+			return c.clients[id]
+		}
+	}
+	return c.clients[1]
+}
+
+// admin runs an offsetd cluster command against node via.
+func (c *memberCluster) admin(ctx context.Context, via int, args ...string) (int, string) {
+	var out, errs syncBuffer
+	env := map[string]string{"OFFSETD_ADDR": c.api[via-1], "OFFSETD_TIMEOUT": "20s"}
+	code := run(ctx, append([]string{"cluster"}, args...), envOf(env), &out, &errs)
+	return code, out.String() + errs.String()
+}
+
+// replicas returns the partitions' configurations as node id applied
+// them, nil if it does not answer.
+func (c *memberCluster) replicas(ctx context.Context, id int) []client.Replicas {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	cl, err := client.New("http://"+c.api[id-1], client.Options{Retries: -1})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.CloseIdleConnections()
+	all, err := cl.Replicas(ctx)
+	if err != nil {
+		return nil
+	}
+	return all
+}
+
+// await polls until cond holds of the configurations node id applied.
+func (c *memberCluster) await(ctx context.Context, what string, id int, cond func([]client.Replicas) bool) []client.Replicas {
+	c.t.Helper()
+	for {
+		if all := c.replicas(ctx, id); all != nil && cond(all) {
+			return all
+		}
+		select {
+		case <-time.After(5 * time.Millisecond): // another process's state: nothing to wait on
+		case <-ctx.Done():
+			c.t.Fatalf("waiting for %s on node %d: %v; it has %+v", what, id, ctx.Err(), c.replicas(context.Background(), id))
+		}
+	}
+}
+
+// leaderOf returns partition's leader as node id knows it, once it knows one.
+func (c *memberCluster) leaderOf(ctx context.Context, id, partition int) int {
+	c.t.Helper()
+	all := c.await(ctx, fmt.Sprintf("a leader of partition %d", partition), id, func(all []client.Replicas) bool {
+		return all[partition].Leader != 0
+	})
+	return int(all[partition].Leader)
+}
+
+// settled reports whether every partition of all that node id is to be
+// a voter of has voters want[p] and is changing nothing, with a leader.
+// (A node moved off a partition keeps what it last applied of it.)
+func settled(all []client.Replicas, want [][]uint64, id int) bool {
+	for p, r := range all {
+		if !slices.Contains(want[p], uint64(id)) {
+			continue
+		}
+		if !slices.Equal(r.Voters, want[p]) || len(r.Learners) > 0 || len(r.Outgoing) > 0 || r.Leader == 0 {
+			return false
+		}
+	}
+	return len(all) == len(want)
+}
+
+// memberChange is one change of a case: a cluster command, the faults it
+// meets and what the partitions' voters are once it is done.
+type memberChange struct {
+	name string
+	// hold pauses node 4 (SIGSTOP) before the command, so that it stays a
+	// learner catching up until fault resumes it.
+	hold bool
+	// args are the cluster command's (-raft-addr is added for node 4).
+	args []string
+	// fault waits for the moment to strike while the command runs, then
+	// kills (and resumes) nodes; it returns the nodes to start again.
+	fault func(ctx context.Context, c *memberCluster) []int
+	// gone are the nodes that serve no load from the command on.
+	gone []int
+	// want are each partition's voters once the change is done.
+	want [][]uint64
+}
+
+var (
+	all4  = []uint64{1, 2, 3, 4}
+	all3  = []uint64{1, 2, 3}
+	moved = []uint64{2, 3, 4} // partition 0 moved from node 1 to node 4
+)
+
+// learnerIn waits until node via sees node 4 as partition p's learner.
+func learnerIn(ctx context.Context, c *memberCluster, via, p int) {
+	c.await(ctx, fmt.Sprintf("node 4 a learner of partition %d", p), via, func(all []client.Replicas) bool {
+		return slices.Contains(all[p].Learners, 4)
+	})
+}
+
+// memberChanges are the cases of TestClusterMembersSIGKILL. With two
+// partitions, node 1 leads partition 0 and node 2 partition 1 while
+// nothing changes.
+var memberChanges = []memberChange{{
+	name: "add-node, the node added killed as a learner",
+	hold: true, args: []string{"add-node", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		learnerIn(ctx, c, 3, 0)
+		c.kill(4)
+		return []int{4}
+	},
+	want: [][]uint64{all4, all4},
+}, {
+	name: "add-node, the leader killed while the node added is a learner",
+	hold: true, args: []string{"add-node", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		learnerIn(ctx, c, 3, 0)
+		leader := c.leaderOf(ctx, 3, 0)
+		c.kill(leader)
+		c.signal(4, syscall.SIGCONT)
+		return []int{leader}
+	},
+	want: [][]uint64{all4, all4},
+}, {
+	name: "add-node, the leader killed as the node added catches up",
+	args: []string{"add-node", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		c.await(ctx, "node 4 in partition 1", 3, func(all []client.Replicas) bool {
+			return slices.Contains(all[1].Learners, 4) || slices.Contains(all[1].Voters, 4)
+		})
+		leader := c.leaderOf(ctx, 3, 1)
+		c.kill(leader)
+		return []int{leader}
+	},
+	want: [][]uint64{all4, all4},
+}, {
+	name: "remove-node, the node removed killed half-way",
+	args: []string{"remove-node", "3"}, gone: []int{3},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		c.await(ctx, "node 3 out of partition 0", 1, func(all []client.Replicas) bool {
+			return !slices.Contains(all[0].Voters, 3)
+		})
+		c.kill(3)
+		return []int{3}
+	},
+	want: [][]uint64{{1, 2}, {1, 2}},
+}, {
+	name: "remove-node, the node removed killed as it hands its lead off",
+	args: []string{"remove-node", "1"}, gone: []int{1},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		c.await(ctx, "node 1's lead of partition 0 handed off", 2, func(all []client.Replicas) bool {
+			return all[0].Leader != 0 && all[0].Leader != 1
+		})
+		c.kill(1)
+		return []int{1}
+	},
+	want: [][]uint64{{2, 3}, {2, 3}},
+}, {
+	name: "remove-node, the leader killed",
+	args: []string{"remove-node", "3"}, gone: []int{3},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		c.await(ctx, "node 3 out of partition 0", 1, func(all []client.Replicas) bool {
+			return !slices.Contains(all[0].Voters, 3)
+		})
+		leader := c.leaderOf(ctx, 1, 1)
+		c.kill(leader)
+		return []int{leader}
+	},
+	want: [][]uint64{{1, 2}, {1, 2}},
+}, {
+	name: "move, the target killed as a learner",
+	hold: true, args: []string{"move", "0", "1", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		learnerIn(ctx, c, 2, 0)
+		c.kill(4)
+		return []int{4}
+	},
+	want: [][]uint64{moved, all3},
+}, {
+	name: "move, the source killed while it leads and the target catches up",
+	hold: true, args: []string{"move", "0", "1", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		learnerIn(ctx, c, 2, 0)
+		c.kill(1)
+		c.signal(4, syscall.SIGCONT)
+		return []int{1}
+	},
+	want: [][]uint64{moved, all3},
+}, {
+	name: "move, the leader the source handed off to killed",
+	args: []string{"move", "0", "1", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		all := c.await(ctx, "node 1's lead of partition 0 handed off", 2, func(all []client.Replicas) bool {
+			return all[0].Leader != 0 && all[0].Leader != 1
+		})
+		leader := int(all[0].Leader)
+		c.kill(leader)
+		return []int{leader}
+	},
+	want: [][]uint64{moved, all3},
+}, {
+	name: "move, the leader killed as it enters the joint configuration",
+	args: []string{"move", "1", "3", "4"},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		leader := c.leaderOf(ctx, 1, 1)
+		c.await(ctx, "partition 1 in a joint configuration or past it", 1, func(all []client.Replicas) bool {
+			return len(all[1].Outgoing) > 0 || slices.Contains(all[1].Voters, 4)
+		})
+		c.kill(leader)
+		return []int{leader}
+	},
+	want: [][]uint64{all3, {1, 2, 4}},
+}}
+
+// TestClusterMembersSIGKILL changes the replicas of a cluster of real
+// offsetd processes with offsetd cluster add-node, remove-node and move,
+// and SIGKILLs a node in the middle of each: the node being added,
+// removed or moved, or a partition's leader, while writers and readers go
+// on through the other nodes. The killed node starts again on its data;
+// the command, run again where it failed, completes; every partition
+// then has the configuration asked for, with nothing left in a joint
+// configuration or as a learner, as every member and offsetd cluster
+// status see it; every acknowledged commit is read back, and the history
+// of commits and reads is linearizable. -members.rounds repeats each case.
+func TestClusterMembersSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs four processes")
+	}
+	bin := buildBinary(t, t.TempDir())
+	for round := range *membersKillRounds {
+		for _, tc := range memberChanges {
+			name := tc.name
+			if *membersKillRounds > 1 {
+				name = fmt.Sprintf("%s/round %d", name, round)
+			}
+			t.Run(name, func(t *testing.T) { runMemberChange(t, bin, tc) })
+		}
+	}
+}
+
+func runMemberChange(t *testing.T, bin string, tc memberChange) {
+	c := newMemberCluster(t, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for id := 1; id <= 3; id++ {
+		c.serve(id, true)
+	}
+	// Two groups in each partition.
+	part, _ := partitioner.New(c.partitions)
+	var groups []string
+	count := map[int]int{}
+	for i := 0; len(groups) < 2*c.partitions; i++ {
+		g := fmt.Sprintf("g%d", i)
+		if p := part.Group(g); count[p] < 2 {
+			count[p]++
+			groups = append(groups, g)
+		}
+	}
+	h := offsetcheck.New()
+	stop := h.Load(groups, 2,
+		func(n int, g string, v int64) error {
+			_, err := c.pick(n).Commit(ctx, g, -1, []client.OffsetCommit{{Topic: "t", Offset: v, LeaderEpoch: -1}})
+			return err
+		},
+		func(n int, g string) (int64, error) {
+			o, err := c.pick(n).Offset(ctx, g, "t", 0)
+			if errors.Is(err, client.ErrNotFound) {
+				return -1, nil
+			}
+			return o.Offset, err
+		})
+	defer stop()
+	// Leaders settle on their preferred nodes under load.
+	for p := range c.partitions {
+		c.await(ctx, "the preferred leaders", 1, func(all []client.Replicas) bool { return int(all[p].Leader) == p+1 })
+	}
+	if err := h.AwaitAcks(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+
+	args := slices.Clone(tc.args)
+	if tc.args[0] != "remove-node" {
+		c.start(4)
+		if tc.hold {
+			c.signal(4, syscall.SIGSTOP)
+		}
+		args = slices.Insert(args, 1, "-raft-addr", c.raft[3])
+	}
+	for _, id := range tc.gone {
+		c.serve(id, false)
+	}
+	// The command goes to a node that is neither killed nor removed in
+	// any case.
+	type result struct {
+		code int
+		out  string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out := c.admin(ctx, 2, args...)
+		done <- result{code, out}
+	}()
+	restart := tc.fault(ctx, c)
+	acked := h.Acked()
+	for _, id := range restart {
+		c.start(id)
+	}
+	c.signal(4, syscall.SIGCONT)
+	// The command cut short by the fault fails or finishes; either way,
+	// run again it completes.
+	first := <-done
+	t.Logf("%s during the fault: exit %d\n%s", strings.Join(args, " "), first.code, first.out)
+	for attempt := 0; ; attempt++ {
+		code, out := c.admin(ctx, 2, args...)
+		if code == 0 {
+			break
+		}
+		if attempt == 20 || ctx.Err() != nil {
+			t.Fatalf("%s run again: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+		t.Logf("%s run again: exit %d\n%s", strings.Join(args, " "), code, out)
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	// Every member applies the configuration asked for, and changes
+	// nothing more.
+	var members []int
+	for _, ids := range tc.want {
+		for _, id := range ids {
+			if !slices.Contains(members, int(id)) {
+				members = append(members, int(id))
+			}
+		}
+	}
+	for _, id := range members {
+		c.await(ctx, fmt.Sprintf("partitions with voters %v", tc.want), id, func(all []client.Replicas) bool { return settled(all, tc.want, id) })
+		c.serve(id, true)
+	}
+	for _, id := range tc.gone {
+		c.kill(id)
+	}
+	status := c.statusOf(ctx, tc.want)
+	if err := h.AwaitAcks(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	for _, g := range groups {
+		want, _, _ := h.LastAck(g)
+		o, err := c.pick(0).Offset(ctx, g, "t", 0)
+		if err != nil || o.Offset < want {
+			t.Fatalf("group %s: offset %+v, %v; %d was acknowledged", g, o, err, want)
+		}
+	}
+	if err := h.Check(t.TempDir(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d commits acknowledged, %d of them during the fault and after; %d operations\n%s", h.Acked(), h.Acked()-acked, h.Len(), status)
+}
+
+// statusOf runs offsetd cluster status until every partition shows the
+// voters want, no learner, nothing leaving, and a leader, and every voter
+// answers.
+func (c *memberCluster) statusOf(ctx context.Context, want [][]uint64) string {
+	c.t.Helper()
+	for {
+		code, out := c.admin(ctx, int(want[0][0]), "status")
+		ok := code == 0 && !strings.Contains(out, "did not answer")
+		for p, voters := range want {
+			line := regexp.MustCompile(fmt.Sprintf(`(?m)^%d +[1-4] +\d+ +%s +- +- `, p, ids(voters)))
+			ok = ok && line.MatchString(out)
+		}
+		if ok {
+			return out
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			c.t.Fatalf("cluster status never showed voters %v and nothing changing:\n%s", want, out)
+		}
+	}
+}
