@@ -281,7 +281,8 @@ func (c *Coordinator) TxnCommit(ctx context.Context, group string, producerID in
 		return err
 	}
 	p := c.groupPartition(group)
-	if err := c.writable(p); err != nil {
+	// Open and loaded: Open is done with the meta file.
+	if err := c.readable(p); err != nil {
 		return err
 	}
 	if err := c.useTxnFormat(); err != nil {
@@ -373,15 +374,6 @@ func (c *Coordinator) useTxnFormat() error {
 	c.txnFormat.Store(true)
 	c.opts.Logger.Info("data directory moved to the format of transactional offsets", "dir", c.dir, "format", formatTxn)
 	return nil
-}
-
-// writable returns nil when p takes writes: the coordinator is open and p
-// loaded (so Open is done with the meta file), or why not.
-func (c *Coordinator) writable(p *partition) error {
-	if c.isClosed.Load() {
-		return ErrClosed
-	}
-	return p.ready()
 }
 
 func validProducer(id int64, epoch int16) error {
