@@ -324,13 +324,14 @@ func (c *Coordinator) submit(ctx context.Context, p *partition, r *request) (res
 
 // start starts a request on partition p; p.w.wait waits for its result.
 func (c *Coordinator) start(ctx context.Context, p *partition, r *request) (pending, error) {
-	if err := c.writable(p); err != nil {
+	if err := c.readable(p); err != nil {
 		return pending{}, err
 	}
 	return p.w.start(ctx, r)
 }
 
-// readable reports whether reads may be served from partition p.
+// readable reports whether reads may be served from partition p, and
+// requests started on it: the coordinator is open and p loaded.
 func (c *Coordinator) readable(p *partition) error {
 	if c.isClosed.Load() {
 		return ErrClosed

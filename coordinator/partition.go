@@ -280,7 +280,9 @@ func (p *partition) apply(w cache.OffsetsWriter, index uint64, typ byte, payload
 				p.logger.Error("the meta file could not be moved to the format of transactional offsets", "partition", p.id, "err", err)
 			}
 		}
-		p.txns.applyView(p, r)
+		p.txns.applyView(p, r, index)
+	case recCommit:
+		p.txns.applyCommit(r, index)
 	case recDeleteGroup:
 		p.txns.dropEnded(string(r.group))
 	case recExpireGroups:

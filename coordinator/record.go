@@ -47,7 +47,8 @@ const (
 //	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
 //	                (the offsets the commit made visible; none for an abort)
 //	snapshot txn:   group, producerID, producerEpoch, count,
-//	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis)
+//	                count × (topic, partition, offset, leaderEpoch, metadata, commitTimeMillis,
+//	                txnCommitIndex, superseded (0 or 1: a commit of the partition came after it))
 
 var errShortRecord = errors.New("truncated record")
 
@@ -155,7 +156,9 @@ func encodeTxnCommit(dst []byte, group string, producerID int64, producerEpoch i
 
 // encodeTxnOffsets writes what the txn end and snapshot txn records share:
 // group, producer, then the offsets with their commit times (sorted, for
-// records that read the same each time).
+// records that read the same each time); a snapshot's (committed < 0) also
+// with the index of the txn commit that wrote each and whether a commit
+// came after it.
 func encodeTxnOffsets(dst []byte, group string, producerID int64, producerEpoch int16, committed int64, offsets []txnOffset) []byte {
 	e := encoder{dst}
 	e.string(group)
@@ -172,6 +175,14 @@ func encodeTxnOffsets(dst []byte, group string, producerID int64, producerEpoch 
 		e.int(int64(o.Offset.LeaderEpoch))
 		e.string(o.Offset.Metadata)
 		e.int(o.Offset.CommitTime)
+		if committed < 0 {
+			e.int(int64(o.at))
+			superseded := int64(0)
+			if o.superseded {
+				superseded = 1
+			}
+			e.int(superseded)
+		}
 	}
 	return e.b
 }
@@ -291,6 +302,8 @@ type offsetView struct {
 	leaderEpoch int32
 	metadata    []byte
 	commitTime  int64
+	at          uint64 // snapshot txn: the index of the txn commit that wrote it
+	superseded  bool   // snapshot txn: a commit of the partition came after it
 }
 
 func (r *recordView) decode(typ byte, payload []byte) error {
@@ -305,10 +318,10 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 		r.group = d.bytes()
 		r.generation = d.int32()
 		commitTime := d.int()
-		r.readOffsets(&d, false, commitTime)
+		r.readOffsets(&d, offsetsCommit, commitTime)
 	case recSnapGroup:
 		r.snapHeader(&d)
-		r.readOffsets(&d, true, 0)
+		r.readOffsets(&d, offsetsTimed, 0)
 	case recSnapGroups:
 		r.snapHeader(&d)
 		r.decodeSnapGroups(&d)
@@ -317,7 +330,7 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 		r.producer(&d)
 		r.generation = d.int32()
 		commitTime := d.int()
-		r.readOffsets(&d, false, commitTime)
+		r.readOffsets(&d, offsetsCommit, commitTime)
 	case recTxnEnd, recSnapTxn:
 		r.group = d.bytes()
 		r.producer(&d)
@@ -329,7 +342,11 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 			}
 			r.committed = on == 1
 		}
-		r.readOffsets(&d, true, 0)
+		layout := offsetsTimed
+		if typ == recSnapTxn {
+			layout = offsetsSnapTxn
+		}
+		r.readOffsets(&d, layout, 0)
 		if typ == recTxnEnd && !r.committed && len(r.offsets) > 0 {
 			d.bad = true // an abort makes nothing visible
 		}
@@ -378,13 +395,30 @@ func (r *recordView) decode(typ byte, payload []byte) error {
 	return d.err(typ)
 }
 
-// readOffsets reads a count of offsets into r.offsets: each with its
-// commit time when timed, else with commitTime.
-func (r *recordView) readOffsets(d *decoder, timed bool, commitTime int64) {
+// offsetLayout is what each offset of a record holds beyond topic,
+// partition, offset, leader epoch and metadata.
+type offsetLayout int
+
+const (
+	offsetsCommit  offsetLayout = iota // nothing: the record's commit time is theirs
+	offsetsTimed                       // its commit time
+	offsetsSnapTxn                     // its commit time, txn commit index and superseded flag
+)
+
+// readOffsets reads a count of offsets of the given layout into r.offsets;
+// those of offsetsCommit get commitTime.
+func (r *recordView) readOffsets(d *decoder, layout offsetLayout, commitTime int64) {
 	for range d.count() {
 		o := offsetView{topic: d.bytes(), partition: d.int32(), offset: d.int(), leaderEpoch: d.int32(), metadata: d.bytes(), commitTime: commitTime}
-		if timed {
+		if layout >= offsetsTimed {
 			o.commitTime = d.int()
+		}
+		if layout == offsetsSnapTxn {
+			at, superseded := d.int(), d.int()
+			if at < 0 || superseded < 0 || superseded > 1 {
+				d.bad = true
+			}
+			o.at, o.superseded = uint64(at), superseded == 1
 		}
 		if d.bad {
 			break
@@ -456,6 +490,11 @@ type RecordOffset struct {
 	LeaderEpoch *int32 `json:"leaderEpoch,omitempty"`
 	Metadata    string `json:"metadata,omitempty"`
 	CommitTime  int64  `json:"commitTime,omitempty"`
+	// TxnCommit and Superseded are a snapshot_txn offset's: the index of
+	// the txn_commit that wrote it, and whether a commit of its partition
+	// came after it (its marker then leaves the partition as it is).
+	TxnCommit  uint64 `json:"txnCommit,omitempty"`
+	Superseded bool   `json:"superseded,omitempty"`
 }
 
 // DecodeRecord decodes a record of a log or snapshot file, as read by
@@ -508,6 +547,7 @@ func DecodeRecord(typ byte, payload []byte) (Record, error) {
 			off, epoch := o.offset, o.leaderEpoch
 			ro.Offset, ro.LeaderEpoch = &off, &epoch
 			ro.Metadata, ro.CommitTime = string(o.metadata), o.commitTime
+			ro.TxnCommit, ro.Superseded = o.at, o.superseded
 		}
 		r.Offsets = append(r.Offsets, ro)
 	}

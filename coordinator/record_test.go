@@ -65,8 +65,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	}))
 	f.Add(recSnapSizes, encodeSnapSizes(nil, 1, 2, 3))
 	f.Add(recTxnCommit, encodeTxnCommit(nil, "g", 7, 1, -1, 5, []OffsetCommit{{Topic: "t", Offset: 1}}))
-	f.Add(recTxnEnd, encodeTxnEnd(nil, "g", 7, 2, true, []txnOffset{{topicPartition{Topic: "t"}, cache.Offset{Offset: 1}}}))
-	f.Add(recSnapTxn, encodeSnapTxn(nil, "g", 7, 2, nil))
+	f.Add(recTxnEnd, encodeTxnEnd(nil, "g", 7, 2, true, []txnOffset{{topicPartition: topicPartition{Topic: "t"}, Offset: cache.Offset{Offset: 1}}}))
+	f.Add(recSnapTxn, encodeSnapTxn(nil, "g", 7, 2, []txnOffset{{topicPartition: topicPartition{Topic: "t"}, at: 9, superseded: true}}))
 	f.Fuzz(func(t *testing.T, typ byte, payload []byte) {
 		DecodeRecord(typ, payload) // must not panic or allocate without bound
 	})

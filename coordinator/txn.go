@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/offsetd/offsetd/cache"
 )
@@ -55,13 +56,21 @@ type PendingOffset struct {
 type txnOffset struct {
 	topicPartition
 	Offset cache.Offset
+	// at is the index of the txn commit record that wrote it. superseded
+	// says a commit of its partition was written after it (a plain
+	// commit, or another transaction's offset written later and
+	// committed): as in Kafka, the offset written last is kept, so a
+	// commit marker leaves the partition as it is. It stays pending
+	// until the marker all the same.
+	at         uint64
+	superseded bool
 }
 
 // txnEntry is one producer's state in a group: the newest epoch seen and
 // the offsets pending in its transaction.
 type txnEntry struct {
 	epoch   int16
-	offsets map[topicPartition]cache.Offset
+	offsets map[topicPartition]txnOffset
 }
 
 // txnTable is a partition's transactional state. apply changes it (on the
@@ -69,6 +78,9 @@ type txnEntry struct {
 type txnTable struct {
 	mu     sync.RWMutex
 	groups map[string]map[int64]*txnEntry // group → producer id → entry
+	// npending counts the pending offsets of every entry, so that a commit
+	// looks for pending offsets to supersede only when there are some.
+	npending atomic.Int64
 }
 
 func newTxnTable() *txnTable {
@@ -79,6 +91,7 @@ func newTxnTable() *txnTable {
 func (t *txnTable) reset() {
 	t.mu.Lock()
 	clear(t.groups)
+	t.npending.Store(0)
 	t.mu.Unlock()
 }
 
@@ -92,26 +105,71 @@ func (t *txnTable) entry(group string, producer int64) *txnEntry {
 	}
 	e := ps[producer]
 	if e == nil {
-		e = &txnEntry{epoch: -1, offsets: map[topicPartition]cache.Offset{}}
+		e = &txnEntry{epoch: -1, offsets: map[topicPartition]txnOffset{}}
 		ps[producer] = e
 	}
 	return e
 }
 
-// applyView applies a txn commit, txn end (its pending part) or snapshot
-// txn record, decoded in r.
-func (t *txnTable) applyView(p *partition, r *recordView) {
+// applyView applies a txn commit at index, a txn end (its pending part)
+// or a snapshot txn record, decoded in r.
+func (t *txnTable) applyView(p *partition, r *recordView, index uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.entry(string(r.group), r.producerID)
 	e.epoch = max(e.epoch, r.producerEp)
 	if r.typ == recTxnEnd {
+		if r.committed {
+			// The offsets it makes visible supersede the others' pending
+			// offsets written before them.
+			for k, o := range e.offsets {
+				if !o.superseded {
+					t.supersede(string(r.group), r.producerID, k, o.at)
+				}
+			}
+		}
+		t.npending.Add(-int64(len(e.offsets)))
 		clear(e.offsets)
 		return
 	}
 	for _, o := range r.offsets {
-		e.offsets[topicPartition{Topic: string(o.topic), Partition: o.partition}] = cache.Offset{
+		k := topicPartition{Topic: string(o.topic), Partition: o.partition}
+		x := txnOffset{topicPartition: k, Offset: cache.Offset{
 			Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: p.metadata(o.metadata), CommitTime: o.commitTime,
+		}, at: index}
+		if r.typ == recSnapTxn {
+			x.at, x.superseded = o.at, o.superseded
+		}
+		if _, ok := e.offsets[k]; !ok {
+			t.npending.Add(1)
+		}
+		e.offsets[k] = x
+	}
+}
+
+// applyCommit marks the pending offsets of group that the commit in r, at
+// index, supersedes: every one of its partitions.
+func (t *txnTable) applyCommit(r *recordView, index uint64) {
+	if t.npending.Load() == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.groups[string(r.group)]) == 0 {
+		return
+	}
+	for _, o := range r.offsets {
+		t.supersede(string(r.group), -1, topicPartition{Topic: string(o.topic), Partition: o.partition}, index)
+	}
+}
+
+// supersede marks the offsets pending on k in group, but those of
+// producer, that were written before index; t.mu is held.
+func (t *txnTable) supersede(group string, producer int64, k topicPartition, index uint64) {
+	for id, e := range t.groups[group] {
+		if o, ok := e.offsets[k]; ok && id != producer && o.at < index {
+			o.superseded = true
+			e.offsets[k] = o
 		}
 	}
 }
@@ -144,10 +202,10 @@ func (t *txnTable) lookup(group string, producer int64) (epoch int16, offsets []
 	return e.epoch, sortedOffsets(e.offsets), true
 }
 
-func sortedOffsets(m map[topicPartition]cache.Offset) []txnOffset {
+func sortedOffsets(m map[topicPartition]txnOffset) []txnOffset {
 	out := make([]txnOffset, 0, len(m))
-	for k, o := range m {
-		out = append(out, txnOffset{k, o})
+	for _, o := range m {
+		out = append(out, o)
 	}
 	slices.SortFunc(out, func(a, b txnOffset) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
@@ -223,7 +281,8 @@ func (c *Coordinator) TxnCommit(ctx context.Context, group string, producerID in
 		return err
 	}
 	p := c.groupPartition(group)
-	if err := c.writable(p); err != nil {
+	// Open and loaded: Open is done with the meta file.
+	if err := c.readable(p); err != nil {
 		return err
 	}
 	if err := c.useTxnFormat(); err != nil {
@@ -282,6 +341,8 @@ func (c *Coordinator) EndTxn(ctx context.Context, group string, producerID int64
 			if !commit {
 				offsets = nil
 			}
+			// Those a later commit superseded stay as they are.
+			offsets = slices.DeleteFunc(offsets, func(o txnOffset) bool { return o.superseded })
 			return encodeTxnEnd(dst, group, producerID, producerEpoch, commit, offsets), nil, nil
 		},
 	})
@@ -313,15 +374,6 @@ func (c *Coordinator) useTxnFormat() error {
 	c.txnFormat.Store(true)
 	c.opts.Logger.Info("data directory moved to the format of transactional offsets", "dir", c.dir, "format", formatTxn)
 	return nil
-}
-
-// writable returns nil when p takes writes: the coordinator is open and p
-// loaded (so Open is done with the meta file), or why not.
-func (c *Coordinator) writable(p *partition) error {
-	if c.isClosed.Load() {
-		return ErrClosed
-	}
-	return p.ready()
 }
 
 func validProducer(id int64, epoch int16) error {

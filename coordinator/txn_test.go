@@ -15,12 +15,19 @@ func TestDecodeTxnRecords(t *testing.T) {
 		len(r.Offsets) != 1 || *r.Offsets[0].Offset != 42 || r.Offsets[0].CommitTime != 1000 {
 		t.Fatalf("txn commit = %+v %v", r, err)
 	}
-	end := encodeTxnEnd(nil, "g", 7, 4, true, []txnOffset{{topicPartition{Topic: "t", Partition: 1}, cache.Offset{Offset: 42, CommitTime: 1000}}})
+	end := encodeTxnEnd(nil, "g", 7, 4, true, []txnOffset{{topicPartition: topicPartition{Topic: "t", Partition: 1}, Offset: cache.Offset{Offset: 42, CommitTime: 1000}}})
 	if r, err := DecodeRecord(recTxnEnd, end); err != nil || r.Type != "txn_end" || !*r.Committed || *r.ProducerEpoch != 4 || *r.Offsets[0].Offset != 42 {
 		t.Fatalf("txn end = %+v %v", r, err)
 	}
 	if r, err := DecodeRecord(recSnapTxn, encodeSnapTxn(nil, "g", 7, 4, nil)); err != nil || r.Type != "snapshot_txn" || r.Committed != nil || len(r.Offsets) != 0 {
 		t.Fatalf("snapshot txn = %+v %v", r, err)
+	}
+	snap := encodeSnapTxn(nil, "g", 7, 4, []txnOffset{{topicPartition: topicPartition{Topic: "t"}, Offset: cache.Offset{Offset: 3}, at: 12, superseded: true}})
+	if r, err := DecodeRecord(recSnapTxn, snap); err != nil || len(r.Offsets) != 1 || r.Offsets[0].TxnCommit != 12 || !r.Offsets[0].Superseded {
+		t.Fatalf("snapshot txn with an offset = %+v %v", r, err)
+	}
+	if _, err := DecodeRecord(recSnapTxn, append(snap[:len(snap)-1], 4)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("superseded flag 2: %v", err)
 	}
 	for n := range len(end) {
 		if _, err := DecodeRecord(recTxnEnd, end[:n]); !errors.Is(err, ErrCorrupt) {
@@ -28,7 +35,7 @@ func TestDecodeTxnRecords(t *testing.T) {
 		}
 	}
 	// An abort that carries offsets, or a negative producer, is damage.
-	abort := encodeTxnOffsets(nil, "g", 7, 4, 0, []txnOffset{{topicPartition{Topic: "t"}, cache.Offset{}}})
+	abort := encodeTxnOffsets(nil, "g", 7, 4, 0, []txnOffset{{topicPartition: topicPartition{Topic: "t"}}})
 	negative := encodeTxnCommit(nil, "g", -2, 0, -1, 0, []OffsetCommit{{Topic: "t"}})
 	for typ, b := range map[byte][]byte{recTxnEnd: abort, recTxnCommit: negative} {
 		if _, err := DecodeRecord(typ, b); !errors.Is(err, ErrCorrupt) {
@@ -300,5 +307,72 @@ func TestTxnFormat(t *testing.T) {
 	}
 	if _, pending := txnState(t, c, "g"); len(pending) != 1 {
 		t.Fatalf("pending %+v", pending)
+	}
+}
+
+// TestTxnKeepsLaterCommit: as in Kafka, the offset written last wins: a
+// commit marker leaves a partition committed after its transaction's
+// TxnCommit (plainly, or by another transaction written later) as it is,
+// across a restart from a snapshot too; its other partitions it commits.
+func TestTxnKeepsLaterCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := mustOpen(t, dir, testOptions())
+	at := func(p int32, off int64) OffsetCommit {
+		return OffsetCommit{Topic: "t", Partition: p, Offset: off, LeaderEpoch: -1}
+	}
+	fetch := func(p int32) int64 {
+		t.Helper()
+		o, ok, err := c.Fetch("g", "t", p)
+		if err != nil || !ok {
+			t.Fatalf("fetch t/%d: %v %v", p, ok, err)
+		}
+		return o.Offset
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A plain commit after the transaction's, with a restart between it
+	// and the marker.
+	must(c.TxnCommit(ctx, "g", 1, 0, NoGeneration, []OffsetCommit{at(0, 10), at(1, 11)}))
+	must(c.Commit(ctx, "g", []OffsetCommit{at(0, 20)}))
+	must(c.Snapshot(ctx))
+	must(c.Close())
+	c = mustOpen(t, dir, testOptions())
+	defer func() { c.Close() }()
+	if _, pending := txnState(t, c, "g"); len(pending) != 2 {
+		t.Fatalf("pending after the restart: %+v", pending)
+	}
+	must(c.EndTxn(ctx, "g", 1, 0, true))
+	if a, b := fetch(0), fetch(1); a != 20 || b != 11 {
+		t.Fatalf("after the marker: t/0 %d (want the later commit, 20), t/1 %d (want 11)", a, b)
+	}
+	// Two transactions, producer 2's written first: the one written later
+	// wins, whichever ends first; an aborted one supersedes nothing.
+	for epoch, tc := range []struct {
+		name        string
+		first       int64 // the producer whose marker comes first
+		commitThree bool  // producer 3's marker commits
+		want        int64
+	}{
+		{"the earlier transaction ends last", 3, true, 40},
+		{"the later transaction ends last", 2, true, 60},
+		{"the later transaction aborts", 3, false, 70},
+	} {
+		e := int16(epoch)
+		must(c.TxnCommit(ctx, "g", 2, e, NoGeneration, []OffsetCommit{at(0, 30+20*int64(epoch))}))
+		must(c.TxnCommit(ctx, "g", 3, e, NoGeneration, []OffsetCommit{at(0, 40+20*int64(epoch))}))
+		for _, producer := range []int64{tc.first, 5 - tc.first} {
+			must(c.EndTxn(ctx, "g", producer, e, producer == 2 || tc.commitThree))
+		}
+		if got := fetch(0); got != tc.want {
+			t.Fatalf("%s: t/0 %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if _, pending := txnState(t, c, "g"); len(pending) != 0 {
+		t.Fatalf("pending at the end: %+v", pending)
 	}
 }

@@ -356,7 +356,11 @@ func TestDifferentialTxnAgainstKfake(t *testing.T) {
 		{"txn commit at a wrong generation", txnCommit("cg", "m1", 2, 3, 0)},
 		{"txn commit from an unknown member", txnCommit("cg", "nobody", 1, 3, 0)},
 		{"txn commit with no member and no generation", txnCommit("cg", "", -1, 4, 0)},
+		{"txn commit to a new group", txnCommit("fresh", "", -1, 2, 0)},
+		{"list with a group of pending offsets only", list()},
+		{"describe a group of pending offsets only", describe("fresh")},
 		{"commit the member's transaction", endTxn(true)},
+		{"list once committed", list()},
 		{"fetch the member's group", fetch("cg")},
 	})
 }

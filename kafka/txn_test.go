@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -257,4 +259,67 @@ func TestApiVersionsAdvertiseTxn(t *testing.T) {
 	if mr := mresp.(*kmsg.WriteTxnMarkersResponse); mr.Markers[0].Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("WriteTxnMarkers over the listener: %+v", mr)
 	}
+}
+
+// TestTxnMarkersOnCluster: on a 3-node cluster, a client's
+// TxnOffsetCommits reach each group's coordinator; a marker ends the
+// groups of the node it reaches, and sent to every node, as a transaction
+// coordinator of an embedding broker would, it commits them all.
+func TestTxnMarkersOnCluster(t *testing.T) {
+	ctx := testContext(t)
+	kc := newKafkaCluster(t, 3)
+	groups := []string{"a", "b", "c", "d", "e", "f"}
+	leaders := map[string]int32{}
+	for _, g := range groups {
+		l, err := kc.awaitLeader(ctx, g, func(id int32) bool { return id == kc.preferred(g) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders[g] = l
+	}
+	if nodes := slices.Compact(slices.Sorted(maps.Values(leaders))); len(nodes) < 2 {
+		t.Fatalf("every group is led by one node (%v): the test needs groups on several", leaders)
+	}
+	cl := kc.client(t)
+	for i, g := range groups {
+		resp, err := txnCommitRequest(3, g, 0, int64(10+i)).RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("txn commit of %s: %+v %v", g, resp, err)
+		}
+	}
+	pending := func(g string) int {
+		p, err := kc.leaderCoordinator(ctx, g).PendingOffsets(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p)
+	}
+	first := leaders[groups[0]]
+	offsets, _ := markerCodes(t, kc.handle(t, first, markerRequest(0, true)))
+	wantCode(t, "marker to one node", offsets, nil)
+	for _, g := range groups {
+		if want := map[bool]int{true: 0, false: 1}[leaders[g] == first]; pending(g) != want {
+			t.Errorf("group %s (led by node %d) after a marker to node %d: %d pending, want %d", g, leaders[g], first, pending(g), want)
+		}
+	}
+	for _, b := range kc.brokers {
+		offsets, _ := markerCodes(t, kc.handle(t, b.NodeID, markerRequest(0, true)))
+		wantCode(t, "marker to every node", offsets, nil)
+	}
+	for i, g := range groups {
+		o, ok, err := kc.leaderCoordinator(ctx, g).Fetch(g, "orders", 0)
+		if err != nil || !ok || o.Offset != int64(10+i) || pending(g) != 0 {
+			t.Errorf("group %s: %+v %v %v, %d pending", g, o, ok, err, pending(g))
+		}
+	}
+}
+
+// handle hands req to node id's handler, as its broker would.
+func (kc *kafkaCluster) handle(t *testing.T, id int32, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	resp, err := kc.handlers[id].Handle(testContext(t), req, Client{ID: "broker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

@@ -397,3 +397,42 @@ func TestVerifyNotADataDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A directory with transactional offsets (format 3) verifies, and dump
+// shows its records, the snapshot's pending offsets too.
+func TestVerifyTxnRecords(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	opts := coordinator.DefaultOptions()
+	opts.Partitions = 1
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := coordinator.Open(data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	at := []coordinator.OffsetCommit{{Topic: "t", Offset: 4, LeaderEpoch: -1}}
+	if err := c.TxnCommit(ctx, "g", 9, 2, coordinator.NoGeneration, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EndTxn(ctx, "g", 9, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, 0, nil, "verify", data)
+	for _, want := range []string{"format 3", "txn_end 1", "snapshot_txn 1", "verify: ok"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("verify lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustRun(t, 0, nil, "dump", "-snapshots", data)
+	for _, want := range []string{`"type":"txn_commit","group":"g"`, `"producerId":9,"producerEpoch":2`, `"type":"txn_end"`, `"committed":true`, `"type":"snapshot_txn"`, `"txnCommit":1`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("dump lacks %s:\n%s", want, out)
+		}
+	}
+}
