@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +44,13 @@ var offsetdKafkaSystem = system{
 // serveOffsetdKafka opens a coordinator in dir with offsetd's options and
 // serves it with the Kafka listener (default options) on 127.0.0.1: what
 // a child process of offsetdKafkaSystem runs.
+//
+// With BENCH_KAFKA_NOSYNC=1 in the environment the coordinator runs with
+// UnsafeNoSync: a diagnostic build of the row without the journal's sync,
+// to tell what the Kafka path costs from what waiting for the disk does.
 func serveOffsetdKafka(dir string) (childServer, error) {
 	o := offsetdOptions()
+	o.UnsafeNoSync = os.Getenv("BENCH_KAFKA_NOSYNC") == "1"
 	stats := &journalStats{}
 	o.Observer = stats
 	c, err := coordinator.Open(dir, o)
