@@ -408,3 +408,62 @@ func TestMetadataByTopicID(t *testing.T) {
 		t.Errorf("an unknown ID: error %d, id %x, %d partitions; want UNKNOWN_TOPIC_ID", unknown.ErrorCode, unknown.TopicID, len(unknown.Partitions))
 	}
 }
+
+// A group moves from the classic protocol to the consumer protocol as
+// Kafka's disabled migration policy has it: once its classic members have
+// left, a consumer-protocol member takes the group, and the offsets the
+// classic members committed stay.
+func TestGroupMovesFromClassicToConsumer(t *testing.T) {
+	rc, h := newConsumerCluster(t, 6, "orders")
+	addr := rc.ListenAddrs()[0]
+	ctx := testContext(t)
+
+	classic, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		// A classic group has a leader; a consumer-protocol group none.
+		if desc, ok := h.Describe("g"); ok && desc.Leader != "" && len(desc.Members) == 1 && desc.State == "Stable" {
+			break
+		}
+		poll, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		classic.PollRecords(poll, 1) // joins, then waits for records that never come
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatal("the classic consumer never joined")
+		}
+	}
+	committed := map[string]map[int32]kgo.EpochOffset{"orders": {0: {Epoch: -1, Offset: 5}, 4: {Epoch: -1, Offset: 9}}}
+	var commitErr error
+	classic.CommitOffsetsSync(ctx, committed, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		commitErr = err
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if commitErr == nil && p.ErrorCode != 0 {
+					commitErr = kerr.ErrorForCode(p.ErrorCode)
+				}
+			}
+		}
+	})
+	if commitErr != nil {
+		t.Fatalf("the classic member's commit: %v", commitErr)
+	}
+	classic.Close() // leaves the group
+
+	o := newOwners()
+	consumer848(t, addr, o, "new")
+	o.waitFor(t, ctx, map[string]int{"new": 6})
+	if desc, ok := h.Describe("g"); !ok || desc.Leader != "" || desc.Protocol != "uniform" || len(desc.Members) != 1 {
+		t.Fatalf("after the move: %+v, %v", desc, ok)
+	}
+	fetched, err := newAdmin(t, addr).FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]int64{0: 5, 4: 9} {
+		if got, ok := fetched.Lookup("orders", p); !ok || got.At != want {
+			t.Fatalf("partition %d after the move: %+v, %v; want %d", p, got, ok, want)
+		}
+	}
+}
