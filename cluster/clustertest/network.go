@@ -59,13 +59,16 @@ type Faults struct {
 type NetworkStats struct {
 	Sent, Delivered, Dropped, Duplicated, Delayed int
 	// Snapshots counts the snapshots streamed whole, SnapshotsCut those
-	// cut in the middle, SnapshotBytes the bytes of files the receiving
-	// nodes read.
-	Snapshots, SnapshotsCut int
-	SnapshotBytes           int64
+	// cut in the middle, SnapshotsStreaming those being streamed now.
+	Snapshots, SnapshotsCut, SnapshotsStreaming int
+	// SnapshotBytes counts the bytes of files the receiving nodes read;
+	// LargestSnapshot is the size of the largest file streamed whole.
+	SnapshotBytes, LargestSnapshot int64
 	// LargestSnapshotMessage is the size of the largest MsgSnap encoded,
 	// without its file: a snapshot's Data only refers to the file.
 	LargestSnapshotMessage int
+	// LargestSnapshotRead is the most of a file one read took.
+	LargestSnapshotRead int
 }
 
 // errCut is what a receiving node reads from a snapshot that CutSnapshot
@@ -275,6 +278,7 @@ func (t networkTransport) SendSnapshot(ctx context.Context, m cluster.Message, f
 		return fmt.Errorf("clustertest: snapshot from %d to %d dropped", t.from, to)
 	}
 	cut := nw.faults.CutSnapshot > 0 && nw.rand.Float64() < nw.faults.CutSnapshot
+	nw.stats.SnapshotsStreaming++
 	nw.mu.Unlock()
 
 	msgs, err := cluster.DecodeMessages(b)
@@ -288,7 +292,9 @@ func (t networkTransport) SendSnapshot(ctx context.Context, m cluster.Message, f
 	err = receiver.ReceiveSnapshot(msgs[0], r, size)
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
+	nw.stats.SnapshotsStreaming--
 	nw.stats.SnapshotBytes += r.n
+	nw.stats.LargestSnapshotRead = max(nw.stats.LargestSnapshotRead, r.largest)
 	switch {
 	case r.cut:
 		nw.stats.SnapshotsCut++
@@ -300,6 +306,7 @@ func (t networkTransport) SendSnapshot(ctx context.Context, m cluster.Message, f
 		c.dropped++
 	default:
 		nw.stats.Snapshots++
+		nw.stats.LargestSnapshot = max(nw.stats.LargestSnapshot, size)
 		nw.stats.Delivered++
 		c.sent++
 	}
@@ -310,11 +317,12 @@ func (t networkTransport) SendSnapshot(ctx context.Context, m cluster.Message, f
 // counts what was read, stops once ctx is done, and fails at cutAt (unless
 // negative), as a connection that dropped.
 type streamReader struct {
-	ctx   context.Context
-	r     io.Reader
-	n     int64
-	cutAt int64
-	cut   bool
+	ctx     context.Context
+	r       io.Reader
+	n       int64
+	largest int // the most one read took
+	cutAt   int64
+	cut     bool
 }
 
 func (s *streamReader) Read(b []byte) (int, error) {
@@ -330,5 +338,6 @@ func (s *streamReader) Read(b []byte) (int, error) {
 	}
 	n, err := s.r.Read(b)
 	s.n += int64(n)
+	s.largest = max(s.largest, n)
 	return n, err
 }
