@@ -137,3 +137,48 @@ func TestSnapshotStreamed(t *testing.T) {
 		t.Fatalf("a read of %d bytes of a %d-byte snapshot: the file was read whole", st.LargestSnapshotRead, st.LargestSnapshot)
 	}
 }
+
+// TestInlineSnapshotOfAnOlderRelease: a MsgSnap as a leader of an older
+// release sends it, the whole file inside it, still catches a lagging node
+// up.
+func TestInlineSnapshotOfAnOlderRelease(t *testing.T) {
+	tc := newTestCluster(t, 12, 3, 1, smallJournal)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tc.commitMany(ctx, 0, 10)
+	lagging := tc.peers[2]
+	tc.stop(lagging)
+	tc.compactLogs(ctx)
+
+	tc.nw.Isolate(lagging) // nothing streamed reaches it
+	n := tc.start(lagging)
+	leader, err := tc.anyNode(0, lagging).AwaitLeader(ctx, 0, lagging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tc.node(leader).InlineSnapshot(ctx, 0, lagging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := len(m.Raft.GetSnapshot().GetData()); size < 256 {
+		t.Fatalf("an inline snapshot of %d bytes: not the file", size)
+	}
+	b, err := cluster.AppendMessages(nil, []cluster.Message{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := cluster.DecodeMessages(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Receive(msgs)
+	tc.awaitMany(ctx, n, 400)
+	tc.requireSnapshot(lagging, 0)
+	if st := tc.nw.Stats(); st.Snapshots != 0 {
+		t.Fatalf("%d snapshots streamed to an isolated node", st.Snapshots)
+	}
+
+	tc.nw.Heal()
+	tc.commitMany(ctx, 400, 420)
+	tc.awaitMany(ctx, n, 420)
+}
