@@ -293,7 +293,10 @@ func (t *HTTPTransport) do(client *http.Client, req *http.Request) error {
 		}
 	}
 	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(why))
+		if why = bytes.TrimSpace(why); len(why) > 0 {
+			return fmt.Errorf("POST %s: %s: %s", url, resp.Status, why)
+		}
+		return fmt.Errorf("POST %s: %s", url, resp.Status)
 	}
 	return nil
 }

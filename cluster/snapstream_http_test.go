@@ -162,6 +162,15 @@ func TestSnapshotStreamedOverHTTP(t *testing.T) {
 		}()
 	}
 
+	resp, err := http.Post("http://"+listeners[1].Addr().String()+cluster.SnapshotPath, "application/octet-stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a snapshot without the token: %s, want 401", resp.Status)
+	}
+
 	// Node 3 hears nothing, and so never leads: node 1 knows the leader.
 	commit := func(group string, offsets []coordinator.OffsetCommit) {
 		t.Helper()
