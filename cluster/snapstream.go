@@ -133,6 +133,11 @@ func (n *Node) ReceiveSnapshot(m Message, file io.Reader, size int64) error {
 	if !n.started.Load() {
 		return ErrStopped
 	}
+	select {
+	case <-n.stop:
+		return ErrStopped
+	default:
+	}
 	snap := m.Raft.GetSnapshot()
 	if m.Partition < 0 || m.Partition >= len(n.groups) || m.Raft.GetType() != pb.MsgSnap || snap == nil {
 		return fmt.Errorf("%w: not a snapshot of one of the %d partitions", ErrBadMessage, len(n.groups))
