@@ -38,8 +38,10 @@
 // written again at the journal's end, and the journal drops the segments
 // below the lowest record any group still needs (its snapshot record, or
 // its first entry after it). A follower that needs entries a leader
-// compacted gets the leader's snapshot file instead (MsgSnap), makes it
-// its own, and its coordinator replaces its tables by it.
+// compacted gets the leader's snapshot file instead, streamed beside
+// raft's messages (its MsgSnap only refers to the file: see
+// snapstream.go), makes it its own, and its coordinator replaces its
+// tables by it.
 //
 // On open the journal is replayed into one raft.MemoryStorage per group, as
 // etcd's raftexample replays its WAL: the newest snapshot, then the

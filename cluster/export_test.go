@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // WithTicks makes a node's Raft clock tick on what ticks brings instead of
@@ -40,4 +43,36 @@ func (n *Node) CommitIndex(ctx context.Context, partition int) (uint64, error) {
 // does once Lead said this node leads.
 func (n *Node) ReadIndex(ctx context.Context, partition int) (uint64, error) {
 	return replica{n.groups[partition]}.ReadIndex(ctx)
+}
+
+// InlineSnapshot returns the MsgSnap to node to that a leader of an older
+// release sends for partition: its snapshot's Data holds the whole file.
+func (n *Node) InlineSnapshot(ctx context.Context, partition int, to uint64) (Message, error) {
+	g := n.groups[partition]
+	var snap *pb.Snapshot
+	var term uint64
+	err := g.call(ctx, func(failed error) {
+		if failed == nil {
+			snap, failed = g.storage.Snapshot()
+		}
+		if failed != nil {
+			snap = nil
+			return
+		}
+		term = g.rn.BasicStatus().GetTerm()
+	})
+	if err != nil || snap == nil {
+		return Message{}, fmt.Errorf("partition %d: no snapshot to send: %v", partition, err)
+	}
+	f, size, err := g.storage.snaps.Open(snap.GetMetadata().GetIndex())
+	if err != nil {
+		return Message{}, err
+	}
+	defer f.Close()
+	snap.Data = make([]byte, size)
+	if _, err := io.ReadFull(f, snap.Data); err != nil {
+		return Message{}, err
+	}
+	m := &pb.Message{Type: pb.MsgSnap.Enum(), From: new(n.opts.ID), To: new(to), Term: new(term), Snapshot: snap}
+	return Message{Partition: partition, Raft: m}, nil
 }

@@ -396,22 +396,16 @@ func (g *group) handle(rd raft.Ready) error {
 		case raft.LocalApplyThread:
 			apply = m
 		default:
+			if m.GetType() == pb.MsgSnap {
+				g.sendSnapshot(m) // streamed; reported once the follower has it
+				continue
+			}
 			g.outbox = append(g.outbox, Message{Partition: g.partition, Raft: m})
 		}
 	}
 	if len(g.outbox) > 0 {
 		g.node.opts.Transport.Send(g.outbox)
 		clear(g.outbox)
-		for _, m := range rd.Messages {
-			if m.GetType() == pb.MsgSnap {
-				// Sent, as far as this node can tell: if it was lost, the
-				// leader probes the follower again and sends another.
-				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
-				g.node.snapshotsSent.Add(1)
-				g.node.opts.Logger.Info("raft snapshot sent", "partition", g.partition, "to", m.GetTo(),
-					"index", m.GetSnapshot().GetMetadata().GetIndex(), "bytes", len(m.GetSnapshot().GetData()))
-			}
-		}
 	}
 	var out []coordinator.Committed
 	for _, rs := range rd.ReadStates {

@@ -213,7 +213,7 @@ func (tc *testCluster) start(id uint64) *cluster.Node {
 		clock.stop()
 		tc.t.Fatalf("open node %d: %v", id, err)
 	}
-	tc.nw.Attach(id, n.Receive)
+	tc.nw.Attach(id, n)
 	tc.mu.Lock()
 	tc.nodes[id] = n
 	tc.clocks[id] = clock

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -20,12 +21,25 @@ import (
 // as AppendMessages encodes it.
 const RaftPath = "/raft/v1/messages"
 
+// SnapshotPath is where a node's Raft transport receives a streamed
+// snapshot: POST, body the MsgSnap as AppendMessages encodes it, then the
+// snapshot file it refers to, of the size headerSnapshotSize gives.
+const SnapshotPath = "/raft/v1/snapshot"
+
+// snapshotStall is how long a snapshot transfer may go without reading
+// more of the file (or, once read, without an answer) before the sender
+// cuts it: the transfer itself may take as long as the file needs.
+const snapshotStall = 30 * time.Second
+
 // Headers of a Raft POST: the sending node's id, and the address where it
 // serves clients, which receivers keep to tell clients where a leader is.
 const (
 	headerFrom      = "X-Offsetd-From"
 	headerAdvertise = "X-Offsetd-Advertise"
 	headerRaft      = "X-Offsetd-Raft"
+	// headerSnapshotSize is the size of the file a snapshot POST carries
+	// after its message.
+	headerSnapshotSize = "X-Offsetd-Snapshot-Size"
 	// headerNotMember, in an answer, lists the partitions whose leader
 	// does not have the sender in its configuration: a node removed while
 	// it was cut off learns it so.
@@ -54,7 +68,8 @@ type HTTPOptions struct {
 	// client configuration (RootCAs: what signs their certificates).
 	TLS *tls.Config
 	// Client sends the requests. Nil means a client with a 5 s timeout
-	// (and TLS, if set).
+	// (and TLS, if set). A streamed snapshot is sent without the client's
+	// Timeout: it is cut once it makes no progress for 30 s.
 	Client *http.Client
 	// Logger receives send failures at debug level. Nil means
 	// slog.Default().
@@ -71,7 +86,8 @@ type HTTPOptions struct {
 // HTTPTransport carries Raft messages between processes over HTTP: one
 // goroutine per peer POSTs whatever queued for it since its last request.
 // A peer that is down or slow loses messages (its queue is bounded), which
-// Raft survives.
+// Raft survives. A snapshot is a POST of its own to SnapshotPath, on the
+// goroutine that calls SendSnapshot, beside the peer's messages.
 type HTTPTransport struct {
 	opts      HTTPOptions
 	notMember atomic.Pointer[func(partitions []int)] // set by the Node: see headerNotMember
@@ -83,6 +99,7 @@ type HTTPTransport struct {
 
 // peer is what an HTTPTransport keeps of one peer.
 type peer struct {
+	addr          string      // host:port of its Raft listener
 	q             chan []byte // one encoded message each
 	sent, dropped atomic.Uint64
 	mu            sync.Mutex
@@ -133,7 +150,7 @@ func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 		return
 	default:
 	}
-	p := &peer{q: make(chan []byte, peerQueue), lastOK: time.Now()}
+	p := &peer{addr: addr, q: make(chan []byte, peerQueue), lastOK: time.Now()}
 	t.peers[id] = p
 	t.wg.Add(1)
 	go func() {
@@ -181,11 +198,7 @@ func (t *HTTPTransport) Peer(id uint64) (PeerStats, bool) {
 // sender POSTs what queues for one peer until Close, and an empty body
 // after every ProbeInterval without anything to send.
 func (t *HTTPTransport) sender(id uint64, addr string, p *peer) {
-	scheme := "http://"
-	if t.opts.TLS != nil {
-		scheme = "https://"
-	}
-	url := scheme + addr + RaftPath
+	url := t.url(addr, RaftPath)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -236,11 +249,26 @@ func (t *HTTPTransport) sender(id uint64, addr string, p *peer) {
 	}
 }
 
+// url returns the URL of path on the Raft listener at addr.
+func (t *HTTPTransport) url(addr, path string) string {
+	if t.opts.TLS != nil {
+		return "https://" + addr + path
+	}
+	return "http://" + addr + path
+}
+
 func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
+	return t.do(t.opts.Client, req)
+}
+
+// do sends req, a POST of the transport, with the headers every one
+// carries, and reads the answer.
+func (t *HTTPTransport) do(client *http.Client, req *http.Request) error {
+	url := req.URL.String()
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set(headerFrom, strconv.FormatUint(t.opts.ID, 10))
 	if t.opts.Advertise != "" {
@@ -252,10 +280,11 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 	if t.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.opts.Token)
 	}
-	resp, err := t.opts.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
+	why, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if v := resp.Header.Get(headerNotMember); v != "" {
@@ -264,9 +293,87 @@ func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error
 		}
 	}
 	if resp.StatusCode != http.StatusNoContent {
+		if why = bytes.TrimSpace(why); len(why) > 0 {
+			return fmt.Errorf("POST %s: %s: %s", url, resp.Status, why)
+		}
 		return fmt.Errorf("POST %s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// SendSnapshot POSTs m and then file (size bytes), streamed, to
+// SnapshotPath of m's node, and returns once that node answered. The
+// transfer is cut once it makes no progress for 30 s, or ctx is done, or
+// the transport closes.
+func (t *HTTPTransport) SendSnapshot(ctx context.Context, m Message, file io.Reader, size int64) error {
+	to := m.Raft.GetTo()
+	t.mu.RLock()
+	p := t.peers[to]
+	t.mu.RUnlock()
+	if p == nil {
+		return fmt.Errorf("cluster: no address of node %d", to)
+	}
+	head, err := AppendMessages(nil, []Message{m})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	body := &progressReader{r: io.MultiReader(bytes.NewReader(head), io.LimitReader(file, size))}
+	body.note()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(snapshotStall / 10)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.stop:
+				cancel()
+				return
+			case <-tick.C:
+				if body.stalled(snapshotStall) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(p.addr, SnapshotPath), body)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = int64(len(head)) + size
+	req.Header.Set(headerSnapshotSize, strconv.FormatInt(size, 10))
+	client := *t.opts.Client
+	client.Timeout = 0 // the stall above bounds it
+	if err := t.do(&client, req); err != nil {
+		p.dropped.Add(1)
+		return err
+	}
+	p.sent.Add(1)
+	return nil
+}
+
+// progressReader notes when it was last read from.
+type progressReader struct {
+	r    io.Reader
+	last atomic.Int64 // unix nanoseconds
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.note()
+	return n, err
+}
+
+func (p *progressReader) note() { p.last.Store(time.Now().UnixNano()) }
+
+// stalled reports whether the reader was last read from longer than d ago.
+func (p *progressReader) stalled(d time.Duration) bool {
+	return time.Since(time.Unix(0, p.last.Load())) > d
 }
 
 // onNotMember has fn called with the partitions whose leaders answer
@@ -293,9 +400,11 @@ func (t *HTTPTransport) Close() {
 	t.wg.Wait()
 }
 
-// Handler returns the handler of RaftPath that hands what arrives to n,
-// and keeps the client address each sender advertises, and the Raft
-// address of a sender its transport does not know. With a token, it
+// Handler returns the handler of a node's Raft listener: a POST to
+// SnapshotPath is a streamed snapshot, handed to n.ReceiveSnapshot as it
+// arrives; any other POST (RaftPath) carries messages, handed to
+// n.Receive. It keeps the client address each sender advertises, and the
+// Raft address of a sender its transport does not know. With a token, it
 // refuses requests that do not carry it.
 func Handler(n *Node, token string) http.Handler {
 	want := ""
@@ -312,6 +421,10 @@ func Handler(n *Node, token string) http.Handler {
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
+		if r.URL.Path == SnapshotPath {
+			receiveSnapshot(n, w, r)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPostBytes+maxMessageBytes))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
@@ -322,25 +435,57 @@ func Handler(n *Node, token string) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
-		if err == nil && from != 0 {
-			if addr := r.Header.Get(headerAdvertise); addr != "" {
-				n.SetAddress(from, addr)
-			}
-			if addr := r.Header.Get(headerRaft); addr != "" {
-				n.addPeer(from, addr)
-			}
-			if parts := n.notMemberOf(from, msgs); len(parts) > 0 {
-				s := make([]string, len(parts))
-				for i, p := range parts {
-					s[i] = strconv.Itoa(p)
-				}
-				w.Header().Set(headerNotMember, strings.Join(s, ","))
-			}
-		}
+		learnSender(n, w, r, msgs)
 		n.Receive(msgs)
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// learnSender keeps where the sender of r serves clients and its Raft
+// address, and tells it, in w, the partitions this node leads that it is
+// no member of.
+func learnSender(n *Node, w http.ResponseWriter, r *http.Request, msgs []Message) {
+	from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
+	if err != nil || from == 0 {
+		return
+	}
+	if addr := r.Header.Get(headerAdvertise); addr != "" {
+		n.SetAddress(from, addr)
+	}
+	if addr := r.Header.Get(headerRaft); addr != "" {
+		n.addPeer(from, addr)
+	}
+	if parts := n.notMemberOf(from, msgs); len(parts) > 0 {
+		s := make([]string, len(parts))
+		for i, p := range parts {
+			s[i] = strconv.Itoa(p)
+		}
+		w.Header().Set(headerNotMember, strings.Join(s, ","))
+	}
+}
+
+// receiveSnapshot takes a POST to SnapshotPath: the MsgSnap, then the
+// file, streamed into n.ReceiveSnapshot. 204 once the file is the
+// partition's and the message handed to its group; a transfer cut short
+// or a file refused leaves no file.
+func receiveSnapshot(n *Node, w http.ResponseWriter, r *http.Request) {
+	size, err := strconv.ParseInt(r.Header.Get(headerSnapshotSize), 10, 64)
+	if err != nil || size < 0 {
+		http.Error(w, "missing or bad "+headerSnapshotSize, http.StatusBadRequest)
+		return
+	}
+	body := bufio.NewReader(r.Body)
+	m, err := readMessage(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	learnSender(n, w, r, []Message{m})
+	if err := n.ReceiveSnapshot(m, io.LimitReader(body, size), size); err != nil {
+		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func constantTimeEqual(a, b string) bool {

@@ -324,7 +324,7 @@ func (g *group) snapshotHas(id uint64) bool {
 	if err != nil {
 		return false
 	}
-	at := g.storage.snapshotIndex(snap.GetMetadata().GetIndex())
+	at, _ := g.storage.snapshotIndex(snap.GetMetadata().GetIndex())
 	cs, err := confStateAt(g.storage.MemoryStorage, at)
 	if err != nil {
 		return false

@@ -250,7 +250,7 @@ func (n *Node) Start(committer *log.Committer, partitions []coordinator.Replicat
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
 			return nil, err
 		}
-		g.storage.snaps = partitions[i].Snapshots
+		g.storage.snaps, g.storage.partition = partitions[i].Snapshots, i
 		if err := g.start(partitions[i].Applied); err != nil {
 			return nil, err
 		}

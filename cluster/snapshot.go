@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -27,8 +26,9 @@ import (
 // index the group restarts from (see confStateAt).
 type storage struct {
 	*raft.MemoryStorage
-	snaps *coordinator.PartitionSnapshots // the partition's snapshot files, set before raft starts
-	conf  *pb.ConfState                   // what InitialState returns, set before raft starts
+	partition int
+	snaps     *coordinator.PartitionSnapshots // the partition's snapshot files, set before raft starts
+	conf      *pb.ConfState                   // what InitialState returns, set before raft starts
 }
 
 // InitialState returns the hard state and the configuration raft restarts
@@ -45,13 +45,20 @@ func (s storage) InitialState() (*pb.HardState, *pb.ConfState, error) {
 // reaches, with its index, term and configuration: a follower that lags
 // behind the compacted log then needs only the entries after it, and a new
 // replica is sent a snapshot whose configuration has it (raft refuses one
-// that does not) as soon as the partition snapshots after adding it.
+// that does not) as soon as the partition snapshots after adding it. It
+// runs on the group's goroutine and reads no file: the snapshot's Data is
+// a reference to the file (snapshotRef), which the node streams to the
+// follower on a goroutine of its own (group.sendSnapshot).
 func (s storage) Snapshot() (*pb.Snapshot, error) {
 	snap, err := s.MemoryStorage.Snapshot()
 	if err != nil || raft.IsEmptySnap(snap) {
 		return snap, err
 	}
-	at := s.snapshotIndex(snap.GetMetadata().GetIndex())
+	at, ok := s.snapshotIndex(snap.GetMetadata().GetIndex())
+	if !ok {
+		// Replaced by a newer one meanwhile: raft asks again later.
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
 	if at != snap.GetMetadata().GetIndex() {
 		term, err := s.Term(at)
 		if err != nil {
@@ -62,35 +69,28 @@ func (s storage) Snapshot() (*pb.Snapshot, error) {
 			return nil, raft.ErrSnapshotTemporarilyUnavailable
 		}
 		snap = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: &at, Term: &term, ConfState: cs}}
+	} else {
+		snap = &pb.Snapshot{Metadata: snap.GetMetadata()}
 	}
-	f, size, err := s.snaps.Open(at)
-	if err != nil {
-		// Replaced by a newer one meanwhile: raft asks again later.
-		return nil, raft.ErrSnapshotTemporarilyUnavailable
-	}
-	defer f.Close()
-	data := make([]byte, size)
-	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, raft.ErrSnapshotTemporarilyUnavailable
-	}
-	snap.Data = data
+	snap.Data = appendSnapshotRef(nil, s.partition, at)
 	return snap, nil
 }
 
 // snapshotIndex returns the index of the newest snapshot file the log
-// reaches, from the log's own snapshot at compacted on.
-func (s storage) snapshotIndex(compacted uint64) uint64 {
+// reaches, from the log's own snapshot at compacted on, and whether the
+// partition has a file of that index.
+func (s storage) snapshotIndex(compacted uint64) (uint64, bool) {
 	last, _ := s.LastIndex()
 	files, err := s.snaps.List()
 	if err != nil {
-		return compacted
+		return compacted, false
 	}
 	for _, i := range files { // newest first
-		if i > compacted && i <= last {
-			return i
+		if i > compacted && i <= last || i == compacted {
+			return i, true
 		}
 	}
-	return compacted
+	return compacted, false
 }
 
 type compaction struct {
@@ -159,12 +159,25 @@ func (g *group) compact(p *persister, index uint64) (uint64, error) {
 }
 
 // receive makes a leader's snapshot the partition's snapshot file, durably,
-// before the journal records that the log was replaced by it. The
-// partition's own snapshot may be written beside it (log.Snapshots allows
-// that, of any index).
+// before the journal records that the log was replaced by it. A streamed
+// snapshot (Data a snapshotRef) was already received by
+// Node.ReceiveSnapshot before its MsgSnap was stepped: the file only has to
+// be there (files appear whole, once durable). A leader of an older
+// release sends the file inline, in Data. The partition's own snapshot may
+// be written beside it (log.Snapshots allows that, of any index).
 func (g *group) receive(snap *pb.Snapshot) error {
 	index := snap.GetMetadata().GetIndex()
 	data := snap.GetData()
+	if partition, at, ok := parseSnapshotRef(data); ok {
+		if partition != g.partition || at != index {
+			return fmt.Errorf("cluster: partition %d: snapshot %d received refers to partition %d's snapshot %d", g.partition, index, partition, at)
+		}
+		f, _, err := g.storage.snaps.Open(index)
+		if err != nil {
+			return fmt.Errorf("cluster: partition %d: snapshot %d received: the streamed file: %w", g.partition, index, err)
+		}
+		return f.Close()
+	}
 	if err := g.storage.snaps.Receive(index, bytes.NewReader(data), int64(len(data))); err != nil {
 		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
 	}

@@ -20,7 +20,8 @@ type Stats struct {
 	// have appended and not yet committed.
 	ProposalsPending uint64
 	// SnapshotsSent and SnapshotsReceived count the leader's snapshots
-	// this node sent to lagging followers, and received from a leader.
+	// this node sent to lagging followers (streamed whole: the follower
+	// answered), and received from a leader.
 	SnapshotsSent, SnapshotsReceived uint64
 	// Peers holds every other node of the cluster (the members of its
 	// groups' configurations, or its Options.Peers while it has none), by

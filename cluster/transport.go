@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -21,8 +24,21 @@ type Message struct {
 // not keep msgs or what they point to once it returns: they share memory
 // with the group's log (encode them with AppendMessages). The receiving
 // end hands what arrives to that node's Node.Receive.
+//
+// A snapshot does not go through Send: a MsgSnap's snapshot Data is only a
+// reference to the leader's snapshot file, and SendSnapshot carries the
+// message together with the file, streamed.
 type Transport interface {
 	Send(msgs []Message)
+	// SendSnapshot carries m, a MsgSnap, to its node followed by file, the
+	// snapshot file m refers to (size bytes), read as it goes (never
+	// whole into memory), and returns once the receiving node has made
+	// the file its own and taken the message (Node.ReceiveSnapshot), or
+	// why not: the group then reports the snapshot failed, and raft sends
+	// another later. It runs on a goroutine of its own, may block as long
+	// as the transfer takes, must give up once ctx is done, and must not
+	// hold up Send's messages to the same node meanwhile.
+	SendSnapshot(ctx context.Context, m Message, file io.Reader, size int64) error
 }
 
 // ErrBadMessage reports a message that does not decode.
@@ -69,4 +85,27 @@ func DecodeMessages(b []byte) ([]Message, error) {
 		out = append(out, Message{Partition: int(p), Raft: m})
 	}
 	return out, nil
+}
+
+// readMessage reads one message of what AppendMessages encoded from r, and
+// nothing after it: a streamed snapshot's body starts with its MsgSnap, the
+// file follows.
+func readMessage(r *bufio.Reader) (Message, error) {
+	p, err := binary.ReadUvarint(r)
+	if err != nil || p > 1<<20 {
+		return Message{}, fmt.Errorf("%w: partition", ErrBadMessage)
+	}
+	size, err := binary.ReadUvarint(r)
+	if err != nil || size > maxMessageBytes {
+		return Message{}, fmt.Errorf("%w: length", ErrBadMessage)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	m := new(pb.Message)
+	if err := proto.Unmarshal(b, m); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	return Message{Partition: int(p), Raft: m}, nil
 }

@@ -77,7 +77,7 @@ func startKafkaCluster(t *testing.T, brokers []Broker, lns []net.Listener) *kafk
 		if err != nil {
 			t.Fatal(err)
 		}
-		kc.nw.Attach(uint64(b.NodeID), n.Receive)
+		kc.nw.Attach(uint64(b.NodeID), n)
 		opts := testHandlerOptions()
 		opts.Broker, opts.Brokers = b, kc.brokers
 		h, err := NewHandler(n.Coordinator(), opts)
