@@ -95,6 +95,9 @@ func (p *persister) run(stop <-chan struct{}) {
 type written struct {
 	hs         *pb.HardState
 	term, vote uint64
+	// stopped: the group failed to take a leader's snapshot, and stopped;
+	// the persister writes nothing more of it.
+	stopped bool
 }
 
 // appendAll makes the MsgStorageAppends of batch durable, as one journal
@@ -107,16 +110,28 @@ func (p *persister) appendAll(batch []persistWork) {
 		return // the groups were told; they refuse everything
 	}
 	p.records = p.records[:0]
-	starts := make([]int, len(batch)) // where each message's records begin; -1: none written
+	// Where each message's records begin: -1 when it writes none, skipped
+	// when its group stopped.
+	const skipped = -2
+	starts := make([]int, len(batch))
 	for i, w := range batch {
 		starts[i] = -1
 		g, m := w.g, w.m
+		if g.written.stopped {
+			starts[i] = skipped
+			continue
+		}
 		if m.GetSnapshot() != nil {
 			// A leader's snapshot replaces the log: its state becomes the
 			// partition's snapshot file first, then the journal says so.
+			// A snapshot that cannot be made the partition's stops its
+			// group alone: the journal is sound.
 			if err := g.receive(m.GetSnapshot()); err != nil {
-				p.fail(err)
-				return
+				g.written.stopped = true
+				starts[i] = skipped
+				p.n.opts.Logger.Error("raft group stopped: a leader's snapshot could not be taken", "partition", g.partition, "err", err)
+				g.deliver(stable{err: err})
+				continue
 			}
 		}
 		var hs *pb.HardState
@@ -167,6 +182,9 @@ func (p *persister) appendAll(batch []persistWork) {
 	p.outbox = p.outbox[:0]
 	for i, w := range batch {
 		g, m := w.g, w.m
+		if starts[i] == skipped {
+			continue
+		}
 		var received *pb.SnapshotMetadata
 		if starts[i] >= 0 {
 			j := first + uint64(starts[i])
