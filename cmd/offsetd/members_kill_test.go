@@ -36,6 +36,7 @@ type memberCluster struct {
 	mu      sync.Mutex
 	procs   map[int]*process // running (or paused) nodes
 	marks   map[int]int      // where in each node's stderr awaitLog starts
+	gone    []int            // nodes the change removes
 	serving map[int]bool     // nodes the load's calls go through
 	clients map[int]*client.Client
 }
@@ -122,6 +123,24 @@ func (c *memberCluster) kill(id int) {
 		c.t.Fatal(err)
 	}
 	<-p.exited
+	c.checkLog(id, p.stderr.String())
+}
+
+// checkLog fails the test if node id logged what no change should make
+// it log: a group stopped, a panic, or its removal when it stays.
+func (c *memberCluster) checkLog(id int, log string) {
+	c.t.Helper()
+	bad := []string{`msg="raft group stopped`, "panic:", "fatal error:"}
+	c.mu.Lock()
+	if !slices.Contains(c.gone, id) {
+		bad = append(bad, "this node was removed from the cluster")
+	}
+	c.mu.Unlock()
+	for _, b := range bad {
+		if strings.Contains(log, b) {
+			c.t.Errorf("node %d logged %q:\n%s", id, b, log)
+		}
+	}
 }
 
 // serve sets whether the load's calls go through node id.
@@ -467,6 +486,9 @@ func runMemberChange(t *testing.T, bin string, tc memberChange) {
 		}
 		args = slices.Insert(args, 1, "-raft-addr", c.raft[3])
 	}
+	c.mu.Lock()
+	c.gone = tc.gone
+	c.mu.Unlock()
 	for _, id := range tc.gone {
 		c.serve(id, false)
 	}
