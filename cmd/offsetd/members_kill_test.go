@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -32,6 +33,7 @@ type memberCluster struct {
 	bin, dir   string
 	raft, api  []string // by node id - 1
 	partitions int
+	timeout    string // the cluster commands' -timeout, 20s if empty
 
 	mu      sync.Mutex
 	procs   map[int]*process // running (or paused) nodes
@@ -169,7 +171,7 @@ func (c *memberCluster) pick(n int) *client.Client {
 // admin runs an offsetd cluster command against node via.
 func (c *memberCluster) admin(ctx context.Context, via int, args ...string) (int, string) {
 	var out, errs syncBuffer
-	env := map[string]string{"OFFSETD_ADDR": c.api[via-1], "OFFSETD_TIMEOUT": "20s"}
+	env := map[string]string{"OFFSETD_ADDR": c.api[via-1], "OFFSETD_TIMEOUT": cmp.Or(c.timeout, "20s")}
 	code := run(ctx, append([]string{"cluster"}, args...), envOf(env), &out, &errs)
 	return code, out.String() + errs.String()
 }
@@ -275,6 +277,11 @@ type memberChange struct {
 	hold bool
 	// args are the cluster command's (-raft-addr is added for node 4).
 	args []string
+	// timeout is the command's -timeout during the fault (20s if empty).
+	timeout string
+	// then is the command run after the fault until it succeeds: args
+	// if nil.
+	then []string
 	// fault waits for the moment to strike while the command runs, then
 	// kills (and resumes) nodes; it returns the nodes to start again.
 	fault func(ctx context.Context, c *memberCluster) []int
@@ -325,6 +332,15 @@ var memberChanges = []memberChange{{
 		return []int{4}
 	},
 	want: [][]uint64{all4, all4},
+}, {
+	name: "add-node abandoned: the node added killed as a learner, never back, and removed",
+	hold: true, args: []string{"add-node", "4"}, timeout: "3s", then: []string{"remove-node", "4"}, gone: []int{4},
+	fault: func(ctx context.Context, c *memberCluster) []int {
+		learnerIn(ctx, c, 3, 0)
+		c.kill(4)
+		return nil
+	},
+	want: [][]uint64{all3, all3},
 }, {
 	name: "add-node, the leader killed while the node added is a learner",
 	hold: true, args: []string{"add-node", "4"},
@@ -499,6 +515,7 @@ func runMemberChange(t *testing.T, bin string, tc memberChange) {
 		out  string
 	}
 	done := make(chan result, 1)
+	c.timeout = tc.timeout
 	c.mark()
 	go func() {
 		code, out := c.admin(ctx, 2, args...)
@@ -520,6 +537,10 @@ func runMemberChange(t *testing.T, bin string, tc memberChange) {
 	// run again it completes.
 	first := <-done
 	t.Logf("%s during the fault: exit %d\n%s", strings.Join(args, " "), first.code, first.out)
+	c.timeout = ""
+	if tc.then != nil {
+		args = tc.then
+	}
 	for attempt := 0; ; attempt++ {
 		code, out := c.admin(ctx, 2, args...)
 		if code == 0 {
