@@ -432,8 +432,11 @@ var memberChanges = []memberChange{{
 // offsetd processes with offsetd cluster add-node, remove-node and move,
 // and SIGKILLs a node in the middle of each: the node being added,
 // removed or moved, or a partition's leader, while writers and readers go
-// on through the other nodes. The killed node starts again on its data;
-// the command, run again where it failed, completes; every partition
+// on through the other nodes. The killed node starts again on its data
+// (but in one case, whose addition remove-node then abandons); the
+// command, run again where it failed, completes; a removed node started
+// again learns its removal, and no node logs one it did not undergo;
+// every partition
 // then has the configuration asked for, with nothing left in a joint
 // configuration or as a learner, as every member and offsetd cluster
 // status see it; every acknowledged commit is read back, and the history
