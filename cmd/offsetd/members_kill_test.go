@@ -475,6 +475,11 @@ func runMemberChange(t *testing.T, bin string, tc memberChange) {
 			groups = append(groups, g)
 		}
 	}
+	// Leaders settle on their preferred nodes (sooner without load: a
+	// leader hands its lead over to a node that has its whole log).
+	for p := range c.partitions {
+		c.await(ctx, "the preferred leaders", 1, func(all []client.Replicas) bool { return int(all[p].Leader) == p+1 })
+	}
 	h := offsetcheck.New()
 	stop := h.Load(groups, 2,
 		func(n int, g string, v int64) error {
@@ -489,10 +494,6 @@ func runMemberChange(t *testing.T, bin string, tc memberChange) {
 			return o.Offset, err
 		})
 	defer stop()
-	// Leaders settle on their preferred nodes under load.
-	for p := range c.partitions {
-		c.await(ctx, "the preferred leaders", 1, func(all []client.Replicas) bool { return int(all[p].Leader) == p+1 })
-	}
 	if err := h.AwaitAcks(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
