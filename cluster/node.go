@@ -135,6 +135,7 @@ type Node struct {
 	memberMu    sync.Mutex
 	membership  Membership   // guarded by memberMu: as last logged
 	memberKnown bool         // guarded by memberMu: membership was logged once
+	memberSet   bool         // guarded by memberMu: membership was stored once
 	member      atomic.Int32 // membership, for Ready without a lock
 
 	unreachable map[uint64]bool // owned by ticker: peers last seen unreachable, for the log

@@ -534,3 +534,37 @@ func TestRestartIsNoRemoval(t *testing.T) {
 		t.Fatalf("node 3's membership after its restart: %v", st.Membership)
 	}
 }
+
+// TestRestartOfAddedNode restarts a node that joined and was added,
+// before its first snapshot: its groups replay configurations without it
+// first, and it must not log that it waits to be added (with a command
+// to run), which it no longer does.
+func TestRestartOfAddedNode(t *testing.T) {
+	tc := newTestCluster(t, 31, 3, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := tc.commit(ctx, "g", 1); err != nil {
+		t.Fatal(err)
+	}
+	tc.join(4)
+	for p := range 2 {
+		if err := tc.changeReplicas(ctx, p, cluster.ReplicaChange{Add: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tc.commit(ctx, "g", 2); err != nil {
+		t.Fatal(err)
+	}
+	tc.stop(4)
+	waits := tc.collect("this node waits to be added to the cluster", 4)
+	n := tc.start(4)
+	if err := awaitApplied(ctx, n, "g", 2); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits.of(4)) > 0 {
+		t.Fatal("node 4, added, then restarted, logged that it waits to be added")
+	}
+	if st := n.Stats(); st.Membership != cluster.Member {
+		t.Fatalf("node 4's membership after its restart: %v", st.Membership)
+	}
+}

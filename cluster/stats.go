@@ -298,11 +298,21 @@ func (n *Node) toldNotMember(partitions []int) {
 func (n *Node) checkMembership() {
 	n.memberMu.Lock()
 	defer n.memberMu.Unlock()
-	first := !n.memberKnown
-	if !first && slices.ContainsFunc(n.groups, func(g *group) bool { return g.replaying.Load() }) {
+	replaying := slices.ContainsFunc(n.groups, func(g *group) bool { return g.replaying.Load() })
+	if replaying && n.memberSet {
 		return // judged again once every group has applied what it had before
 	}
 	m, detail := n.memberState() // under memberMu: the last to look stores what it saw
+	n.memberSet = true
+	if replaying {
+		// At start, while groups apply again what they had: what they show
+		// is a configuration passed on the way, to serve by until they are
+		// done, not to log (a node added long ago is no joiner).
+		n.membership = m
+		n.member.Store(int32(m))
+		return
+	}
+	first := !n.memberKnown
 	if !first && m == n.membership {
 		return
 	}
