@@ -232,10 +232,12 @@ func (tc *testCluster) stop(id uint64) {
 	if n == nil {
 		return
 	}
-	tc.nw.Detach(id)
+	// Close first: a closing node hands its leads off, and hears its
+	// target's answers, as a server closes its node before its listener.
 	if err := n.Close(); err != nil {
 		tc.t.Errorf("close node %d: %v", id, err)
 	}
+	tc.nw.Detach(id)
 	clock.stop()
 }
 
