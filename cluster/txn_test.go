@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
@@ -36,10 +35,11 @@ func TestTxnOffsetsReplicated(t *testing.T) {
 		t.Helper()
 		for _, id := range tc.peers {
 			for n := tc.node(id); n != nil && !ok(n); {
-				if ctx.Err() != nil {
+				select {
+				case <-n.Progressed():
+				case <-ctx.Done():
 					t.Fatalf("node %d: %s not reached", id, what)
 				}
-				time.Sleep(5 * time.Millisecond)
 			}
 		}
 	}
@@ -96,10 +96,11 @@ func TestTxnCatchUpFromSnapshot(t *testing.T) {
 		if err == nil && len(p) == 1 && p[0].Offset.Offset == 3 && p[0].ProducerEpoch == 1 {
 			break
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-n.Progressed():
+		case <-ctx.Done():
 			t.Fatalf("the caught-up node holds %+v, %v pending", p, err)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	if l, err := coordinator.ReadLayout(filepath.Join(tc.dir, fmt.Sprint(lagging))); err != nil || l.Format != 3 {
 		t.Errorf("caught-up node: format %d %v, want 3", l.Format, err)
