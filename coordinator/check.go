@@ -67,12 +67,13 @@ func Check(dir string, opts Options) (CheckReport, error) {
 	if _, _, err := readMeta(dir); errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("%s holds no offsetd data: %w", dir, err)
 	}
-	c, err := plan(dir, opts, true)
+	d, err := planDataDir(dir, opts, true)
 	if err != nil {
 		return rep, err
 	}
-	rep.Format, rep.Partitions, rep.Hash, rep.ID, rep.NewID = c.meta.Format, c.meta.Partitions, c.meta.Hash, c.meta.ID, c.writeMeta
-	rep.Journal = c.plan.Report()
+	rep.Format, rep.Partitions, rep.Hash, rep.ID, rep.NewID = d.meta.Format, d.meta.Partitions, d.meta.Hash, d.meta.ID, d.writeMeta
+	rep.Journal = d.plan.Report()
+	c := newCoordinator(d)
 	c.loadAll()
 	err = c.loadErrors()
 	for i, p := range c.parts {
@@ -81,7 +82,7 @@ func Check(dir string, opts Options) (CheckReport, error) {
 			pc.Err = p.loadErr
 		} else if p.lastSnapshot != 0 {
 			pc.Snapshot = p.lastSnapshot
-			pc.SnapshotFile = log.SnapshotPath(c.snapshots[i].Dir(), p.lastSnapshot)
+			pc.SnapshotFile = log.SnapshotPath(d.snapshots[i].Dir(), p.lastSnapshot)
 		}
 		rep.Parts = append(rep.Parts, pc)
 	}

@@ -198,7 +198,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		}()
 	}
 	n := 0
-	err := c.plan.Replay(from, func(index uint64, e log.Entry) error {
+	err := c.d.plan.Replay(from, func(index uint64, e log.Entry) error {
 		if n++; n&0xffff == 0 {
 			select {
 			case <-stop:
@@ -230,7 +230,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		close(f.ch)
 	}
 	appliers.Wait()
-	last := c.plan.LastIndex()
+	last := c.d.plan.LastIndex()
 	for _, p := range loading {
 		p.offsets.Update(func(w cache.OffsetsWriter) { w.SetApplied(max(last, p.lastSnapshot)) })
 		p.capturedAt = nil
@@ -264,13 +264,13 @@ func (c *Coordinator) loadAll() {
 	go func() {
 		defer close(c.loaded)
 		start := time.Now()
-		first, last := c.plan.FirstIndex(), c.plan.LastIndex()
-		clean := c.plan.Report().Clean
+		first, last := c.d.plan.FirstIndex(), c.d.plan.LastIndex()
+		clean := c.d.plan.Report().Clean
 		c.loads = make([]snapLoad, len(c.parts))
 		if c.opts.Replication != nil {
 			// The journal holds the replication's records: the groups' logs
 			// come back first, and say which snapshots the partitions need.
-			if err := c.plan.Replay(1, c.opts.Replication.Replay); err != nil {
+			if err := c.d.plan.Replay(1, c.opts.Replication.Replay); err != nil {
 				for _, p := range c.parts {
 					p.loadErr = err
 					c.fail(p)
@@ -301,7 +301,7 @@ func (c *Coordinator) loadAll() {
 					}
 					clean = false // Raft's indexes, not the journal's
 				}
-				c.loads[p.id], p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last, clean)
+				c.loads[p.id], p.loadErr = p.loadSnapshot(c.d.snapshots[p.id], first, last, clean)
 			}()
 		}
 		wg.Wait()
@@ -320,7 +320,7 @@ func (c *Coordinator) loadAll() {
 			}
 			return
 		}
-		if c.check || len(loading) == 0 {
+		if c.d.check || len(loading) == 0 {
 			return // nothing is written: a refusal leaves the directory as it was
 		}
 		if len(loading) < len(c.parts) {
@@ -331,14 +331,14 @@ func (c *Coordinator) loadAll() {
 			return
 		}
 		for _, p := range c.parts {
-			if p.sawTxn && c.meta.Format != formatTxn {
+			if p.sawTxn && c.d.meta.Format != formatTxn {
 				// Transactional records under an older format: a crash
 				// came between a follower's record and its meta file.
-				c.meta.Format, c.writeMeta = formatTxn, true
-				c.txnFormat.Store(true)
+				c.d.meta.Format, c.d.writeMeta = formatTxn, true
+				c.d.txnFormat.Store(true)
 			}
 		}
-		if err := c.carryOut(); err != nil {
+		if err := c.d.carryOut(c.loads); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
 				c.fail(p)
@@ -351,7 +351,7 @@ func (c *Coordinator) loadAll() {
 				next = max(next, p.maxSeen, p.lastSnapshot)
 			}
 		}
-		if err := c.journal.SkipTo(next + 1); err != nil {
+		if err := c.d.journal.SkipTo(next + 1); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
 				c.fail(p)
@@ -364,7 +364,7 @@ func (c *Coordinator) loadAll() {
 				jo.ObserveJournalBatch(b.Calls, b.Partitions, b.Records, b.Bytes, b.Took, b.Err)
 			}
 		}
-		c.committer = log.NewCommitter(c.journal, onBatch)
+		c.committer = log.NewCommitter(c.d.journal, onBatch)
 		if err := c.startReplication(loading); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
@@ -393,46 +393,6 @@ func (c *Coordinator) loadAll() {
 			p.state.Store(stateReady)
 		}
 	}()
-}
-
-// carryOut writes what opening the data directory takes, once loading has
-// decided to open it: the meta file (a new directory's, or one of an
-// older version, which gets an ID), then the journal's repairs (Plan.Open:
-// a torn end cut, batches restored from the sync ring, an interrupted
-// truncation finished, the clean-close marker removed), the partitions'
-// snapshot directories, then the removal of snapshots ahead of the
-// journal.
-func (c *Coordinator) carryOut() error {
-	if c.writeMeta {
-		if err := writeMeta(c.dir, c.meta); err != nil {
-			return err
-		}
-	}
-	j, err := c.plan.Open()
-	if err != nil {
-		return err
-	}
-	c.journal = j
-	for _, s := range c.snapshots {
-		// Made here, not when planned: a refusal makes nothing. Tools
-		// count partitions by these directories when the meta file is
-		// lost.
-		if err := log.MakeDir(s.Dir(), c.opts.syncDir); err != nil {
-			return err
-		}
-	}
-	for i, sl := range c.loads {
-		if len(sl.stale) == 0 {
-			continue
-		}
-		if err := c.snapshots[i].RemoveAfter(c.plan.LastIndex()); err != nil {
-			return err
-		}
-		c.opts.Logger.Warn("removed snapshots ahead of the journal, whose end a crash took",
-			"partition", i, "snapshots", sl.stale, "lastIndex", c.plan.LastIndex())
-	}
-	c.plan = nil // carried out; it holds the sync ring's bytes
-	return nil
 }
 
 // fail marks a partition that could not load.

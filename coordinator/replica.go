@@ -166,7 +166,7 @@ func (c *Coordinator) startReplication(loading []*partition) error {
 	}
 	parts := make([]ReplicatedPartition, len(c.parts))
 	for _, p := range c.parts {
-		parts[p.id].Snapshots = &PartitionSnapshots{snaps: p.snaps, owner: snapshotOwner(c.meta, p.id)}
+		parts[p.id].Snapshots = &PartitionSnapshots{snaps: p.snaps, owner: snapshotOwner(c.d.meta, p.id)}
 	}
 	for _, p := range loading {
 		parts[p.id].Applied = p.lastSnapshot
@@ -181,7 +181,7 @@ func (c *Coordinator) startReplication(loading []*partition) error {
 	for _, p := range loading {
 		p.applied = p.lastSnapshot
 		p.w = newReplicatedWriter(p, replicas[p.id])
-		p.keepFrom.Store(min(replicas[p.id].KeepFrom(), c.journal.LastIndex()+1))
+		p.keepFrom.Store(min(replicas[p.id].KeepFrom(), c.d.journal.LastIndex()+1))
 	}
 	return nil
 }

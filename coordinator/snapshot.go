@@ -328,9 +328,9 @@ func (c *Coordinator) truncateJournal() {
 		}
 		budget += 4 * max(p.snapshotBytes, p.snapshotSize.Load())
 	}
-	n, err := c.journal.SegmentsBefore(lowest)
+	n, err := c.d.journal.SegmentsBefore(lowest)
 	if err == nil && n > 0 {
-		err = c.journal.TruncateFront(lowest)
+		err = c.d.journal.TruncateFront(lowest)
 		if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
 			mo.ObserveTruncate(time.Since(start), err)
 		}
@@ -344,7 +344,7 @@ func (c *Coordinator) truncateJournal() {
 	// whose previous snapshot is old. They let go after two snapshots (each
 	// keeps its previous one). Busy partitions snapshot by themselves, as
 	// their own appends reach the size of their state.
-	segs, err := c.journal.Segments()
+	segs, err := c.d.journal.Segments()
 	if err != nil || len(segs) < 2 || segs[1].First == 0 {
 		return
 	}
