@@ -16,9 +16,9 @@ import (
 )
 
 // Coordinator stores consumer-group offsets and static-topic mappings in
-// internal partitions that share one journal (package log), or that Raft
-// replicates (Options.Replication), and serves them from memory. It is safe
-// for concurrent use.
+// internal partitions that share one journal (package log), or that a
+// replication drives as state machines (OpenReplicated), and serves them
+// from memory. It is safe for concurrent use.
 type Coordinator struct {
 	opts     Options
 	part     partitioner.Partitioner
@@ -45,7 +45,8 @@ type Coordinator struct {
 	loaded     chan struct{}  // closed when every partition has loaded or failed
 	forced     atomic.Uint64  // static-topic changes stored with force
 
-	loads []snapLoad // per partition, what loading its snapshots found; set by loadAll
+	loads     []snapLoad // per partition, what loading its snapshots found; set by loadAll
+	loadStart time.Time  // when loadAll started
 	// bounds, on a cluster node, returns what the journal holds of a
 	// partition's replicated log (see OpenReplicated); nil on one node.
 	bounds func(partition int) (first, committed uint64, err error)
@@ -63,14 +64,11 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 	}
 	c := newCoordinator(d)
 	c.ownsDir = true
-	c.loadAll()
-	if c.opts.Retention > 0 {
-		c.background.Add(1)
-		go func() {
-			defer c.background.Done()
-			c.sweep()
-		}()
+	for _, p := range c.parts {
+		p.onSnapshot = c.truncateJournal
 	}
+	c.loadAll()
+	c.startSweeper()
 	if !c.opts.LoadInBackground {
 		if err := c.loadErrors(); err != nil {
 			c.closeAll()
@@ -78,6 +76,18 @@ func Open(dir string, opts Options) (*Coordinator, error) {
 		}
 	}
 	return c, nil
+}
+
+// startSweeper starts the retention sweeper, if Options.Retention asks
+// for one.
+func (c *Coordinator) startSweeper() {
+	if c.opts.Retention > 0 {
+		c.background.Add(1)
+		go func() {
+			defer c.background.Done()
+			c.sweep()
+		}()
+	}
 }
 
 // newCoordinator returns a coordinator of the planned data directory d,
@@ -95,7 +105,6 @@ func newCoordinator(d *DataDir) *Coordinator {
 	}
 	for i, snaps := range d.snapshots {
 		p := newPartition(i, opts, c.switched, snaps)
-		p.onSnapshot = c.truncateJournal
 		p.useTxnFormat = d.useTxnFormat
 		c.parts = append(c.parts, p)
 	}

@@ -108,6 +108,9 @@ func planDataDir(dir string, opts Options, check bool) (*DataDir, error) {
 	return d, nil
 }
 
+// Dir returns the data directory's path.
+func (d *DataDir) Dir() string { return d.dir }
+
 // Partitions returns the directory's number of partitions.
 func (d *DataDir) Partitions() int { return d.opts.Partitions }
 

@@ -152,8 +152,8 @@ const replayChunk = 1024
 // parallel. It returns the first error: the journal's (damage names the
 // segment and index), or a partition's (a record that does not apply).
 func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) error {
-	if c.opts.Replication != nil {
-		return nil // loadAll replayed the journal into the replication
+	if c.bounds != nil {
+		return nil // the journal holds the replication's records, not the partitions'
 	}
 	if len(loading) == 0 {
 		return nil
@@ -258,26 +258,16 @@ func (p *partition) resetTables() {
 // fail with errNotOpened and nothing is written, since carrying out the
 // plan for them (a torn end cut, snapshots removed, the marker written
 // at Close) would change the directory that is refused. Otherwise, unless
-// this is Check's, carryOut carries out the plan, and each partition gets
-// its writer started.
+// this is Check's, carryOut carries out the plan; then, on one node, the
+// journal gets its committer and each partition its writer, while on a
+// cluster node the partitions wait for their replicas (Start).
 func (c *Coordinator) loadAll() {
+	c.loadStart = time.Now()
 	go func() {
 		defer close(c.loaded)
-		start := time.Now()
 		first, last := c.d.plan.FirstIndex(), c.d.plan.LastIndex()
 		clean := c.d.plan.Report().Clean
 		c.loads = make([]snapLoad, len(c.parts))
-		if c.opts.Replication != nil {
-			// The journal holds the replication's records: the groups' logs
-			// come back first, and say which snapshots the partitions need.
-			if err := c.d.plan.Replay(1, c.opts.Replication.Replay); err != nil {
-				for _, p := range c.parts {
-					p.loadErr = err
-					c.fail(p)
-				}
-				return
-			}
-		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(1, min(len(c.parts), maxLoaders())))
 		for _, p := range c.parts {
@@ -293,9 +283,9 @@ func (c *Coordinator) loadAll() {
 				default:
 				}
 				first, last, clean := first, last, clean
-				if c.opts.Replication != nil {
+				if c.bounds != nil {
 					var err error
-					if first, last, err = c.opts.Replication.Bounds(p.id); err != nil {
+					if first, last, err = c.bounds(p.id); err != nil {
 						p.loadErr = err
 						return
 					}
@@ -345,11 +335,12 @@ func (c *Coordinator) loadAll() {
 			}
 			return
 		}
+		if c.bounds != nil {
+			return // the partitions wait for their replicas (Start)
+		}
 		next := last
 		for _, p := range c.parts {
-			if c.opts.Replication == nil { // else snapshots name raft indexes
-				next = max(next, p.maxSeen, p.lastSnapshot)
-			}
+			next = max(next, p.maxSeen, p.lastSnapshot)
 		}
 		if err := c.d.journal.SkipTo(next + 1); err != nil {
 			for _, p := range loading {
@@ -365,34 +356,33 @@ func (c *Coordinator) loadAll() {
 			}
 		}
 		c.committer = log.NewCommitter(c.d.journal, onBatch)
-		if err := c.startReplication(loading); err != nil {
-			for _, p := range loading {
-				p.loadErr = err
-				c.fail(p)
-			}
-			return
-		}
-		took := time.Since(start)
-		for _, p := range loading {
-			p.loadTime = took
-			if p.observer != nil {
-				p.observer.ObserveLoad(p.id, p.loadRecords, took)
-			}
-			keys, groups := p.offsets.Len()
-			c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
-				"mappings", p.mappings.Len(), "took", took)
+		for _, p := range c.parts {
 			p.journal = c.committer
-			if p.w == nil { // not replicated
-				p.w = newLocalWriter(p, c.stop)
-			}
-			c.writers.Add(1)
-			go func() {
-				defer c.writers.Done()
-				p.w.run(c.stop)
-			}()
-			p.state.Store(stateReady)
+			p.w = newLocalWriter(p, c.stop)
 		}
+		c.startWriters()
 	}()
+}
+
+// startWriters starts every partition's writer, once it has loaded and
+// has one, and makes the partitions ready.
+func (c *Coordinator) startWriters() {
+	took := time.Since(c.loadStart)
+	for _, p := range c.parts {
+		p.loadTime = took
+		if p.observer != nil {
+			p.observer.ObserveLoad(p.id, p.loadRecords, took)
+		}
+		keys, groups := p.offsets.Len()
+		c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
+			"mappings", p.mappings.Len(), "took", took)
+		c.writers.Add(1)
+		go func() {
+			defer c.writers.Done()
+			p.w.run(c.stop)
+		}()
+		p.state.Store(stateReady)
+	}
 }
 
 // fail marks a partition that could not load.
