@@ -222,6 +222,20 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 	return n, nil
 }
 
+// Check reads the data directory dir of a cluster node as Open does and
+// reports what Open would do, changing nothing: it takes no lock and
+// writes no file. It replays the journal into the groups' storage as Open
+// does, and runs the coordinator's own planning and loading
+// (coordinator.CheckReplicated), so its error is Open's. copts.Partitions
+// 0 takes the directory's own.
+func Check(dir string, copts coordinator.Options) (coordinator.CheckReport, error) {
+	n := &Node{stop: make(chan struct{})}
+	return coordinator.CheckReplicated(dir, copts, func(d *coordinator.DataDir) (func(int) (uint64, uint64, error), error) {
+		n.data = d
+		return n.bounds, d.Replay(1, n.replay)
+	})
+}
+
 // Coordinator returns the node's coordinator: writes go to the leader of
 // their partition (others answer a *coordinator.NotLeaderError), reads
 // are linearizable after Coordinator.Barrier.
