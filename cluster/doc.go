@@ -26,7 +26,8 @@
 // nothing written yet), replays the journal into its groups, and has the
 // coordinator load its partitions as the groups' state machines
 // (coordinator.OpenReplicated, with each group's bounds); only if every
-// partition loads is the directory's plan carried out. From then on the
+// partition loads does it carry the directory's plan out
+// (DataDir.CarryOut). From then on the
 // node alone writes the journal, through its own log.Committer, and
 // decides what of it is dropped; the coordinator applies what the groups
 // commit, writes its snapshots and loads the ones received, and never

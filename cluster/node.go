@@ -166,8 +166,9 @@ type notMemberListener interface {
 // file, the journal's plan; copts configures it), replays the journal
 // into its groups' storage, and has the coordinator load its partitions
 // as the groups' state machines (coordinator.OpenReplicated); a
-// directory refused changes nothing. Then it writes the journal itself,
-// through a committer of its own, and starts the groups. It returns once
+// directory refused changes nothing. Then it carries the directory's plan
+// out (DataDir.CarryOut: the meta file, the journal's repairs), writes the
+// journal itself, through a committer of its own, and starts the groups. It returns once
 // the partitions have loaded; they serve writes once their groups have
 // elected a leader.
 func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
@@ -204,6 +205,10 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n.coord = c
+	if err := d.CarryOut(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	var onBatch func(log.BatchInfo)
 	if jo, ok := copts.Observer.(coordinator.JournalObserver); ok {
 		onBatch = func(b log.BatchInfo) {

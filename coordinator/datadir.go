@@ -15,13 +15,14 @@ import (
 // DataDir is a data directory as opening finds it: locked, its meta file
 // checked and its journal planned (log.PlanOpen), with nothing written
 // but a format-1 directory's conversion. Loading then decides whether to
-// open it; only then is the plan carried out (carryOut): the meta file
+// open it; only then is the plan carried out (CarryOut): the meta file
 // written, the journal repaired and opened, the snapshot directories made.
 //
 // Whoever opens a DataDir owns its journal: on one node the Coordinator
 // (Open), on a cluster node package cluster, which reads the journal
-// through Replay, writes it through a log.Committer of its own and drops
-// its front, and drives the partitions as state machines (OpenReplicated).
+// through Replay, has the partitions load as state machines
+// (OpenReplicated), carries the plan out, writes the journal through a
+// log.Committer of its own and drops its front.
 type DataDir struct {
 	dir   string
 	opts  Options // as validated; Partitions is the directory's
@@ -29,17 +30,22 @@ type DataDir struct {
 	check bool    // Check's: planned, never carried out
 
 	meta      meta // the meta file, as opening leaves it
-	writeMeta bool // meta is new, or of an older version: carryOut writes it
+	writeMeta bool // meta is new, or of an older version: CarryOut writes it
 	// txnFormat says the meta file is at formatTxn; formatMu serializes
 	// the one rewrite that puts it there (useTxnFormat).
 	txnFormat atomic.Bool
 	formatMu  sync.Mutex
 
-	// plan is what opening the journal will do; carryOut opens journal by
+	// plan is what opening the journal will do; CarryOut opens journal by
 	// it and drops it (nil from then on). Only the loader uses it.
 	plan      *log.Plan
 	journal   *log.Log         // nil until carried out, and if opening was refused
 	snapshots []*log.Snapshots // per partition
+	// loaded says every partition loaded, so the plan may be carried out;
+	// stale then holds, per partition, the snapshots ahead of the journal
+	// that loading found, which CarryOut removes. Set by the loader.
+	loaded bool
+	stale  [][]uint64
 }
 
 // OpenDataDir locks the data directory dir, creating it if needed, and
@@ -73,7 +79,7 @@ func OpenDataDir(dir string, opts Options) (*DataDir, error) {
 // planDataDir reads the data directory as opening does and returns it
 // planned, having written nothing but a format-1 directory's conversion
 // (which check refuses instead): what it finds is judged, and written to,
-// only once every partition has loaded (carryOut).
+// only once every partition has loaded (CarryOut).
 func planDataDir(dir string, opts Options, check bool) (*DataDir, error) {
 	m, writeM, err := planMeta(dir, opts.Partitions)
 	if err != nil {
@@ -142,14 +148,23 @@ func (d *DataDir) Close() error {
 	return errors.Join(errs...)
 }
 
-// carryOut writes what opening the data directory takes, once loading has
-// decided to open it: the meta file (a new directory's, or one of an
-// older version, which gets an ID), then the journal's repairs (Plan.Open:
-// a torn end cut, batches restored from the sync ring, an interrupted
-// truncation finished, the clean-close marker removed), the partitions'
-// snapshot directories, then the removal of the snapshots ahead of the
-// journal that loading found (loads, per partition).
-func (d *DataDir) carryOut(loads []snapLoad) error {
+// CarryOut writes what opening the data directory takes, once every
+// partition has loaded (Open, OpenReplicated) and so decided to open it:
+// the meta file (a new directory's, or one of an older version, which
+// gets an ID), then the journal's repairs (Plan.Open: a torn end cut,
+// batches restored from the sync ring, an interrupted truncation
+// finished, the clean-close marker removed), the partitions' snapshot
+// directories, then the removal of the snapshots ahead of the journal
+// that loading found. Journal then returns the journal.
+func (d *DataDir) CarryOut() error {
+	switch {
+	case d.check:
+		return fmt.Errorf("coordinator: %s: a directory Check planned is never carried out", d.dir)
+	case d.plan == nil:
+		return fmt.Errorf("coordinator: %s: carried out already", d.dir)
+	case !d.loaded:
+		return fmt.Errorf("coordinator: %s: the partitions have not loaded, so the plan is not carried out", d.dir)
+	}
 	if d.writeMeta {
 		if err := writeMeta(d.dir, d.meta); err != nil {
 			return err
@@ -168,15 +183,15 @@ func (d *DataDir) carryOut(loads []snapLoad) error {
 			return err
 		}
 	}
-	for i, sl := range loads {
-		if len(sl.stale) == 0 {
+	for i, stale := range d.stale {
+		if len(stale) == 0 {
 			continue
 		}
 		if err := d.snapshots[i].RemoveAfter(d.plan.LastIndex()); err != nil {
 			return err
 		}
 		d.opts.Logger.Warn("removed snapshots ahead of the journal, whose end a crash took",
-			"partition", i, "snapshots", sl.stale, "lastIndex", d.plan.LastIndex())
+			"partition", i, "snapshots", stale, "lastIndex", d.plan.LastIndex())
 	}
 	d.plan = nil // carried out; it holds the sync ring's bytes
 	return nil

@@ -258,9 +258,10 @@ func (p *partition) resetTables() {
 // fail with errNotOpened and nothing is written, since carrying out the
 // plan for them (a torn end cut, snapshots removed, the marker written
 // at Close) would change the directory that is refused. Otherwise, unless
-// this is Check's, carryOut carries out the plan; then, on one node, the
-// journal gets its committer and each partition its writer, while on a
-// cluster node the partitions wait for their replicas (Start).
+// this is Check's, on one node the plan is carried out (CarryOut), the
+// journal gets its committer and each partition its writer; on a cluster
+// node the directory's owner carries the plan out, and the partitions
+// wait for their replicas (Start).
 func (c *Coordinator) loadAll() {
 	c.loadStart = time.Now()
 	go func() {
@@ -328,15 +329,19 @@ func (c *Coordinator) loadAll() {
 				c.d.txnFormat.Store(true)
 			}
 		}
-		if err := c.d.carryOut(c.loads); err != nil {
+		c.d.loaded = true
+		for _, sl := range c.loads {
+			c.d.stale = append(c.d.stale, sl.stale)
+		}
+		if c.bounds != nil {
+			return // the directory's owner carries it out; the partitions wait for their replicas (Start)
+		}
+		if err := c.d.CarryOut(); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
 				c.fail(p)
 			}
 			return
-		}
-		if c.bounds != nil {
-			return // the partitions wait for their replicas (Start)
 		}
 		next := last
 		for _, p := range c.parts {

@@ -28,11 +28,12 @@ import (
 // (DataDir.Replay), what it holds of a partition's replicated log: the
 // first index of its entries (every index before is in a snapshot), and
 // the last index known committed, between which the partition loads its
-// newest snapshot; an error fails the partition's load with it. If every
-// partition loads, d's plan is carried out (DataDir.Journal then returns
-// the journal), else nothing is written and the load's error returned.
-// The partitions serve once Start hands them their replicas. Closing the
-// coordinator leaves d open.
+// newest snapshot; an error fails the partition's load with it. It writes
+// nothing: if a partition fails, the load's error is returned, and the
+// caller closes d unchanged; if all load, the caller carries d's plan out
+// (DataDir.CarryOut) before it writes the journal. The partitions serve
+// once Start hands them their replicas. Closing the coordinator leaves d
+// open.
 func OpenReplicated(d *DataDir, bounds func(partition int) (first, committed uint64, err error)) (*Coordinator, error) {
 	c := newCoordinator(d)
 	c.bounds = bounds
