@@ -24,6 +24,37 @@ import (
 // type 33 appended by hand): Open fails, naming the partition and what is
 // wrong, and leaves the journal as it was.
 func TestOpenRefusesHardStateAheadOfLog(t *testing.T) {
+	hs, err := proto.Marshal(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(1000))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = openDamaged(t, log.Entry{Partition: 0, Type: 33, Payload: hs})
+	if !errors.Is(err, log.ErrCorrupt) || !strings.Contains(err.Error(), "partition 0") || !strings.Contains(err.Error(), "commits 1000") {
+		t.Fatalf("Open: %v, want log.ErrCorrupt naming partition 0 and its commit index", err)
+	}
+}
+
+// TestOpenRefusesRecordOfUnknownPartition damages a node's journal with a
+// raft hard state of partition 5 in a directory of 2: the node refuses it
+// as it replays the journal, before anything is written.
+func TestOpenRefusesRecordOfUnknownPartition(t *testing.T) {
+	hs, err := proto.Marshal(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = openDamaged(t, log.Entry{Partition: 5, Type: 33, Payload: hs})
+	if !errors.Is(err, log.ErrCorrupt) || !strings.Contains(err.Error(), "partition 5, there are 2") {
+		t.Fatalf("Open: %v, want log.ErrCorrupt naming partition 5 of 2", err)
+	}
+}
+
+// openDamaged runs a one-node cluster of two partitions, commits, stops
+// it, appends damage to its journal by hand, and opens it again: Open must
+// fail and leave the journal as it was, and Check, which verify runs,
+// must refuse it with Open's error (and find the directory sound before
+// the damage). It returns Open's error.
+func openDamaged(t *testing.T, damage log.Entry) error {
+	t.Helper()
 	tc := newTestCluster(t, 1, 1, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -47,34 +78,36 @@ func TestOpenRefusesHardStateAheadOfLog(t *testing.T) {
 	if err := json.Unmarshal(meta, &id); err != nil || id.ID == "" {
 		t.Fatalf("meta file %s: id %q, %v", meta, id.ID, err)
 	}
+	copts := coordinator.Options{Partitions: 2, Logger: quiet}
+	if _, err := cluster.Check(dir, copts); err != nil {
+		t.Fatalf("Check before the damage: %v", err)
+	}
 	opts := log.DefaultOptions()
 	opts.JournalID = id.ID
 	l, err := log.Open(journal, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := proto.Marshal(&pb.HardState{Term: new(uint64(1)), Vote: new(uint64(1)), Commit: new(uint64(1000))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := l.Append([]log.Entry{{Partition: 0, Type: 33, Payload: hs}}); err != nil {
+	if _, _, err := l.Append([]log.Entry{damage}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	before := journalFiles(t, journal)
-	_, err = cluster.Open(dir, coordinator.Options{Partitions: 2, Logger: quiet},
-		cluster.Options{ID: 1, Peers: []uint64{1}, Transport: tc.nw.Transport(1), Logger: quiet})
+	_, checkErr := cluster.Check(dir, copts)
+	n, err := cluster.Open(dir, copts, cluster.Options{ID: 1, Peers: []uint64{1}, Transport: tc.nw.Transport(1), Logger: quiet})
 	if err == nil {
-		t.Fatal("Open succeeded on a journal whose hard state commits past its log")
+		n.Close()
+		t.Fatal("Open succeeded on a damaged journal")
 	}
-	if !errors.Is(err, log.ErrCorrupt) || !strings.Contains(err.Error(), "partition 0") || !strings.Contains(err.Error(), "commits 1000") {
-		t.Fatalf("Open: %v, want log.ErrCorrupt naming partition 0 and its commit index", err)
+	if checkErr == nil || checkErr.Error() != err.Error() {
+		t.Fatalf("Check: %v\nOpen:  %v\nwant Open's refusal", checkErr, err)
 	}
 	if after := journalFiles(t, journal); !slices.Equal(before, after) {
 		t.Fatalf("the refused open changed the journal:\nbefore %v\nafter  %v", before, after)
 	}
+	return err
 }
 
 // journalFiles lists a journal's files with their sizes.

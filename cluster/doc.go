@@ -20,6 +20,20 @@
 //
 // # Storage
 //
+// The node owns its data directory, as raftexample's raft node owns its
+// WAL and snapshotter: Open opens it as a coordinator would
+// (coordinator.OpenDataDir: the lock, the meta file, the journal's plan,
+// nothing written yet), replays the journal into its groups, and has the
+// coordinator load its partitions as the groups' state machines
+// (coordinator.OpenReplicated, with each group's bounds); only if every
+// partition loads does it carry the directory's plan out
+// (DataDir.CarryOut). From then on the
+// node alone writes the journal, through its own log.Committer, and
+// decides what of it is dropped; the coordinator applies what the groups
+// commit, writes its snapshots and loads the ones received, and never
+// opens or truncates the journal. Close closes the coordinator first, the
+// journal and the directory last.
+//
 // Each group's entries and HardState are records of the node's one commit
 // journal (package log), tagged with the partition: the persister appends
 // what every group handed it as one batch of the journal's Committer, so
@@ -33,15 +47,15 @@
 //
 // A group's snapshots are its partition's snapshot files, which the
 // coordinator writes as on a single node, at indexes of the group's log.
-// Once a newer one is durable, the group's log is compacted up to the older
-// one (kept to fall back to): a snapshot record and the hard state are
-// written again at the journal's end, and the journal drops the segments
-// below the lowest record any group still needs (its snapshot record, or
-// its first entry after it). A follower that needs entries a leader
-// compacted gets the leader's snapshot file instead, streamed beside
-// raft's messages (its MsgSnap only refers to the file: see
-// snapstream.go), makes it its own, and its coordinator replaces its
-// tables by it.
+// Before the coordinator writes a newer one, the group's log is compacted
+// up to the newest one it has (kept to fall back to): a snapshot record and
+// the hard state are written again at the journal's end, and the node drops
+// the journal's segments below the lowest record any group still needs (its
+// snapshot record, or its first entry after it; see keep.go). A follower
+// that needs entries a leader compacted gets the leader's snapshot file
+// instead, streamed beside raft's messages (its MsgSnap only refers to the
+// file: see snapstream.go), makes it its own, and its coordinator replaces
+// its tables by it.
 //
 // On open the journal is replayed into one raft.MemoryStorage per group, as
 // etcd's raftexample replays its WAL: the newest snapshot, then the

@@ -25,9 +25,9 @@ func joinedBefore(dir string) (bool, error) {
 	return err == nil, err
 }
 
-// markJoined writes the marker durably into dir, which the coordinator
-// has made its own (so that the marker is not taken for data without a
-// meta file).
+// markJoined writes the marker durably into dir, once the node has
+// opened it (its meta file is written, so that the marker is not taken
+// for data without one).
 func markJoined(dir string) error {
 	path := filepath.Join(dir, joinMarker)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)

@@ -3,7 +3,61 @@ package cluster
 import (
 	"math"
 	"sync/atomic"
+	"time"
+
+	"github.com/offsetd/offsetd/coordinator"
 )
+
+// The node owns its journal, and so decides what of it goes: after each
+// compaction (Compact) it drops the whole segments below the lowest
+// record any group still needs (truncate), which each group's keeper
+// knows. A quiet partition whose group alone keeps the journal's oldest
+// segment is asked to snapshot once the journal is over its budget
+// (coordinator.Coordinator.JournalBudget): with nothing new, its snapshot
+// only has the group compact again, which writes its records anew at the
+// journal's end and lets the segment go.
+
+// truncate drops the journal's segments that no group needs, and asks the
+// partitions whose groups alone keep its oldest segment to snapshot. It
+// runs after compactions, on the partitions' snapshot goroutines, one at
+// a time.
+func (n *Node) truncate() {
+	n.truncating.Lock()
+	defer n.truncating.Unlock()
+	journal := n.data.Journal()
+	lowest := journal.LastIndex() + 1
+	for _, g := range n.groups {
+		lowest = min(lowest, g.keeper.keep.Load())
+	}
+	start := time.Now()
+	count, err := journal.SegmentsBefore(lowest)
+	if err == nil && count > 0 {
+		err = journal.TruncateFront(lowest)
+		if mo, ok := n.observer.(coordinator.MaintenanceObserver); ok {
+			mo.ObserveTruncate(time.Since(start), err)
+		}
+	}
+	if err != nil {
+		n.opts.Logger.Error("dropping the journal's front failed", "err", err)
+		return
+	}
+	segs, err := journal.Segments()
+	if err != nil || len(segs) < 2 || segs[1].First == 0 {
+		return
+	}
+	var total int64
+	for _, s := range segs {
+		total += s.Bytes
+	}
+	if total <= n.coord.JournalBudget() {
+		return
+	}
+	for i, g := range n.groups {
+		if g.keeper.keep.Load() < segs[1].First {
+			n.coord.AskSnapshot(i)
+		}
+	}
+}
 
 // keeper knows which journal records a group still needs: its newest
 // snapshot record (or, before one, its first record) and the records of

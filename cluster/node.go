@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -114,18 +115,24 @@ func (o *Options) validate() error {
 }
 
 // Node is one member of a cluster: the Raft groups of a coordinator's
-// partitions on this node. It is the coordinator's Replication.
+// partitions on this node. It owns the node's data directory: the journal
+// that holds every group's log, its committer, and the partitions'
+// snapshot files; the coordinator's partitions are state machines its
+// groups drive.
 type Node struct {
 	opts      Options
-	dir       string // the data directory
+	data      *coordinator.DataDir // the data directory, whose journal the node writes
+	observer  coordinator.Observer // the coordinator's, told of journal batches and truncations
 	coord     *coordinator.Coordinator
 	groups    []*group
-	committer *log.Committer // set by Start
+	committer *log.Committer // the journal's, once the directory is open
 	persister *persister     // the one writer of the journal, once started
 	started   atomic.Bool
 	stop      chan struct{}
 	leaders   *signal.Signal // fires when a group's leader changes
 	progress  *signal.Signal // fires on every tick and configuration change
+	// truncating allows one drop of the journal's front at a time.
+	truncating sync.Mutex
 
 	// Counted for Stats.
 	leaderChanges     atomic.Uint64
@@ -144,9 +151,8 @@ type Node struct {
 	addrs     map[uint64]string // guarded by addrMu: where each node serves clients
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	dataOnce  sync.Once // closes the committer and the data directory
 }
-
-var _ coordinator.Replication = (*Node)(nil)
 
 // notMemberListener is a Transport that hears the leaders that say this
 // node is no member of their partitions (the HTTP transport does).
@@ -154,10 +160,17 @@ type notMemberListener interface {
 	onNotMember(fn func(partitions []int))
 }
 
-// Open opens the data directory dir as a member of a cluster: a
-// coordinator (copts, whose Replication it sets) whose partitions are Raft
-// groups over opts.Peers. It returns once the partitions have loaded; they
-// serve writes once their groups have elected a leader.
+// Open opens the data directory dir as a member of a cluster, whose
+// partitions are Raft groups over opts.Peers. It opens the directory as a
+// coordinator's Open would (coordinator.OpenDataDir: the lock, the meta
+// file, the journal's plan; copts configures it), replays the journal
+// into its groups' storage, and has the coordinator load its partitions
+// as the groups' state machines (coordinator.OpenReplicated); a
+// directory refused changes nothing. Then it carries the directory's plan
+// out (DataDir.CarryOut: the meta file, the journal's repairs), writes the
+// journal itself, through a committer of its own, and starts the groups. It returns once
+// the partitions have loaded; they serve writes once their groups have
+// elected a leader.
 func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 	opts.ensureDefaults()
 	if err := opts.validate(); err != nil {
@@ -170,19 +183,62 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 		}
 		opts.Join = joined
 	}
-	n := &Node{opts: opts, dir: dir, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
+	n := &Node{opts: opts, observer: copts.Observer, stop: make(chan struct{}), leaders: signal.New(), progress: signal.New()}
 	if nm, ok := opts.Transport.(notMemberListener); ok {
 		nm.onNotMember(n.toldNotMember)
 	}
-	copts.Replication = n
-	copts.LoadInBackground = false
-	c, err := coordinator.Open(dir, copts)
+	d, err := coordinator.OpenDataDir(dir, copts)
 	if err != nil {
 		n.shutdown()
 		return nil, err
 	}
+	n.data = d
+	// The journal holds the groups' records: their logs come back first,
+	// and say which snapshots the partitions need.
+	if err := d.Replay(1, n.replay); err != nil {
+		n.Close()
+		return nil, err
+	}
+	c, err := coordinator.OpenReplicated(d, n.bounds)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
 	n.coord = c
+	if err := d.CarryOut(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	var onBatch func(log.BatchInfo)
+	if jo, ok := copts.Observer.(coordinator.JournalObserver); ok {
+		onBatch = func(b log.BatchInfo) {
+			jo.ObserveJournalBatch(b.Calls, b.Partitions, b.Records, b.Bytes, b.Took, b.Err)
+		}
+	}
+	n.committer = log.NewCommitter(d.Journal(), onBatch)
+	replicas, err := n.start()
+	if err == nil {
+		err = c.Start(replicas)
+	}
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
 	return n, nil
+}
+
+// Check reads the data directory dir of a cluster node as Open does and
+// reports what Open would do, changing nothing: it takes no lock and
+// writes no file. It replays the journal into the groups' storage as Open
+// does, and runs the coordinator's own planning and loading
+// (coordinator.CheckReplicated), so its error is Open's. copts.Partitions
+// 0 takes the directory's own.
+func Check(dir string, copts coordinator.Options) (coordinator.CheckReport, error) {
+	n := &Node{stop: make(chan struct{})}
+	return coordinator.CheckReplicated(dir, copts, func(d *coordinator.DataDir) (func(int) (uint64, uint64, error), error) {
+		n.data = d
+		return n.bounds, d.Replay(1, n.replay)
+	})
 }
 
 // Coordinator returns the node's coordinator: writes go to the leader of
@@ -193,9 +249,12 @@ func (n *Node) Coordinator() *coordinator.Coordinator { return n.coord }
 // ID returns the node's id.
 func (n *Node) ID() uint64 { return n.opts.ID }
 
-// Replay puts a journal record back into its group's storage; the
-// coordinator calls it while it loads.
-func (n *Node) Replay(index uint64, e log.Entry) error {
+// replay puts a journal record back into its group's storage, while the
+// node opens.
+func (n *Node) replay(index uint64, e log.Entry) error {
+	if parts := n.data.Partitions(); e.Partition >= parts {
+		return fmt.Errorf("%w: journal record %d is of partition %d, there are %d", log.ErrCorrupt, index, e.Partition, parts)
+	}
 	g := n.group(e.Partition)
 	at, err := g.replayed.add(index, e)
 	if err != nil {
@@ -213,11 +272,11 @@ func (n *Node) group(partition int) *group {
 	return n.groups[partition]
 }
 
-// Bounds returns what the journal holds of partition's log once
+// bounds returns what the journal holds of partition's log once
 // replayed: the first index of its entries (one past its snapshot) and
 // the last index it knew committed, or why the records do not make a log.
-// The partitions' loaders call it at once, after Replay: it only reads.
-func (n *Node) Bounds(partition int) (first, committed uint64, err error) {
+// The partitions' loaders call it at once, after replay: it only reads.
+func (n *Node) bounds(partition int) (first, committed uint64, err error) {
 	if partition >= len(n.groups) {
 		return 1, 0, nil // nothing in the journal
 	}
@@ -230,19 +289,16 @@ func (n *Node) Bounds(partition int) (first, committed uint64, err error) {
 	return first, hs.GetCommit(), nil
 }
 
-// Start starts every group; the coordinator calls it once it has loaded.
-func (n *Node) Start(committer *log.Committer, partitions []coordinator.ReplicatedPartition) ([]coordinator.Replica, error) {
-	parts := len(partitions)
-	if len(n.groups) > parts {
-		return nil, fmt.Errorf("%w: the journal holds partition %d, there are %d", log.ErrCorrupt, len(n.groups)-1, parts)
-	}
+// start starts every group, once the coordinator has loaded its
+// partitions, and returns their replicas.
+func (n *Node) start() ([]coordinator.Replica, error) {
+	parts := n.data.Partitions()
 	for len(n.groups) < parts {
 		n.groups = append(n.groups, newGroup(n, len(n.groups)))
 	}
-	n.committer = committer
 	n.persister = newPersister(n)
 	if n.opts.Join {
-		if err := markJoined(n.dir); err != nil {
+		if err := markJoined(n.data.Dir()); err != nil {
 			return nil, err
 		}
 	}
@@ -251,8 +307,8 @@ func (n *Node) Start(committer *log.Committer, partitions []coordinator.Replicat
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
 			return nil, err
 		}
-		g.storage.snaps, g.storage.partition = partitions[i].Snapshots, i
-		if err := g.start(partitions[i].Applied); err != nil {
+		g.storage.snaps, g.storage.partition = n.data.PartitionSnapshots(i), i
+		if err := g.start(n.coord.AppliedIndex(i)); err != nil {
 			return nil, err
 		}
 		replicas[i] = replica{g}
@@ -375,17 +431,27 @@ func (n *Node) ticker() {
 // Close hands the lead of every group this node leads to another node
 // that is up (waiting two election timeouts at most), so that the group
 // goes on serving without waiting for an election; then it stops the
-// groups and closes the coordinator (which answers what is still waiting
-// with coordinator.ErrClosed).
+// groups, closes the coordinator (which answers what is still waiting
+// with coordinator.ErrClosed), and last the journal and the data
+// directory.
 func (n *Node) Close() error {
 	if n.started.Load() {
 		n.handOff()
 	}
 	n.shutdown()
-	if n.coord == nil {
-		return nil
+	var errs []error
+	if n.coord != nil {
+		errs = append(errs, n.coord.Close())
 	}
-	return n.coord.Close()
+	n.dataOnce.Do(func() {
+		if n.committer != nil {
+			n.committer.Close()
+		}
+		if n.data != nil {
+			errs = append(errs, n.data.Close())
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // handOff asks every group this node leads to hand its lead off, and

@@ -77,11 +77,11 @@ func (p *persister) run(stop <-chan struct{}) {
 			}
 			p.appendAll(batch[from:i])
 			from = i + 1
-			res := compactResult{err: p.failed}
-			if res.err == nil {
-				res.keep, res.err = w.g.compact(p, w.compact.index)
+			err := p.failed
+			if err == nil {
+				err = w.g.compact(p, w.compact.index)
 			}
-			w.compact.done <- res
+			w.compact.done <- err
 		}
 		p.appendAll(batch[from:])
 		clear(batch)

@@ -93,14 +93,11 @@ func (s storage) snapshotIndex(compacted uint64) (uint64, bool) {
 	return compacted, false
 }
 
+// compaction is a Compact on its way to the persister, which answers on
+// done.
 type compaction struct {
 	index uint64
-	done  chan compactResult
-}
-
-type compactResult struct {
-	keep uint64
-	err  error
+	done  chan error
 }
 
 // compact drops the group's log up to index, which the partition's
@@ -112,21 +109,21 @@ type compactResult struct {
 // written holds the commit index as of now: the coordinator compacts
 // before it writes a new snapshot, which is then never ahead of the
 // commit index the journal holds.
-func (g *group) compact(p *persister, index uint64) (uint64, error) {
+func (g *group) compact(p *persister, index uint64) error {
 	snap, _ := g.storage.MemoryStorage.Snapshot()
 	if index > snap.GetMetadata().GetIndex() {
 		if last, _ := g.storage.LastIndex(); index > last {
-			return 0, fmt.Errorf("cluster: partition %d: compact to %d, past the log's last index %d", g.partition, index, last)
+			return fmt.Errorf("cluster: partition %d: compact to %d, past the log's last index %d", g.partition, index, last)
 		}
 		cs, err := confStateAt(g.storage.MemoryStorage, index)
 		if err != nil {
-			return 0, fmt.Errorf("cluster: partition %d: compact to %d: %w", g.partition, index, err)
+			return fmt.Errorf("cluster: partition %d: compact to %d: %w", g.partition, index, err)
 		}
 		if _, err := g.storage.CreateSnapshot(index, cs, nil); err != nil {
-			return 0, err
+			return err
 		}
 		if err := g.storage.Compact(index); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return 0, err
+			return err
 		}
 		snap, _ = g.storage.MemoryStorage.Snapshot()
 	}
@@ -135,7 +132,7 @@ func (g *group) compact(p *persister, index uint64) (uint64, error) {
 	if meta.GetIndex() != 0 {
 		r, err := snapshotRecord(g.partition, snapCompacted, meta)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		p.records = append(p.records, r)
 	}
@@ -149,13 +146,13 @@ func (g *group) compact(p *persister, index uint64) (uint64, error) {
 	clear(p.records)
 	if err != nil {
 		p.fail(err)
-		return 0, err
+		return err
 	}
 	if n == 2 {
 		g.keeper.add(first, placed{typ: recSnapshot, index: meta.GetIndex(), kind: snapCompacted})
 	}
 	g.keeper.add(first+uint64(n)-1, placed{typ: recHardState})
-	return g.keeper.keep.Load(), nil
+	return nil
 }
 
 // receive makes a leader's snapshot the partition's snapshot file, durably,
@@ -184,20 +181,29 @@ func (g *group) receive(snap *pb.Snapshot) error {
 	return nil
 }
 
-// Compact asks the node's persister to compact the group's log up to
-// index; see group.compact.
-func (r replica) Compact(ctx context.Context, index uint64) (keep uint64, err error) {
-	done := make(chan compactResult, 1)
-	r.g.node.persister.put(persistWork{g: r.g, compact: &compaction{index: index, done: done}})
-	select {
-	case res := <-done:
-		return res.keep, res.err
-	case <-r.g.node.stop:
-		return 0, ErrStopped
-	case <-ctx.Done():
-		return 0, ctx.Err() // done has room for the answer
+// Compact makes every entry applied durable, asks the node's persister to
+// compact the group's log up to index (see group.compact), then drops the
+// journal's front that no group needs any more (Node.truncate).
+func (r replica) Compact(ctx context.Context, index uint64) error {
+	n := r.g.node
+	// Raft hands out committed entries once written here, but under
+	// UnsafeNoSync not synced: a snapshot must never cover entries a
+	// machine crash could take back.
+	if err := n.committer.Sync(); err != nil {
+		return err
 	}
+	done := make(chan error, 1)
+	n.persister.put(persistWork{g: r.g, compact: &compaction{index: index, done: done}})
+	select {
+	case err := <-done:
+		if err != nil {
+			return err
+		}
+	case <-n.stop:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err() // done has room for the answer
+	}
+	n.truncate()
+	return nil
 }
-
-// KeepFrom returns the lowest journal index the group needs.
-func (r replica) KeepFrom() uint64 { return r.g.keeper.keep.Load() }

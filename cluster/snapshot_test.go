@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/offsetd/offsetd/cluster"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/log"
+	"github.com/offsetd/offsetd/partitioner"
 )
 
 // smallJournal makes snapshots and segments small, so that a test's few
@@ -154,4 +157,80 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	tc.checkMany(ctx, 400)
 	tc.commitMany(ctx, 400, 420)
 	tc.checkMany(ctx, 420)
+}
+
+// TestQuietPartitionDoesNotPinJournal: one busy group commits while every
+// other partition holds a single early commit. The node's journal must not
+// keep everything since that early commit: once it is over the budget,
+// the node asks the quiet partitions to snapshot, their groups write their
+// records anew at the journal's end, and the node drops the front.
+func TestQuietPartitionDoesNotPinJournal(t *testing.T) {
+	const parts = 8
+	tc := newTestCluster(t, 9, 1, parts, func(o *coordinator.Options) {
+		o.SegmentSize = 8 << 10
+		o.SnapshotBytes = 64 << 10
+		o.SnapshotInterval = -1 // every snapshot the traffic makes due
+		o.UnsafeNoSync = true   // the files are the same; only the test is faster
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	n := tc.node(1)
+	for p := range parts {
+		if _, err := n.AwaitLeader(ctx, p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part, _ := partitioner.New(parts)
+	busy := "busy"
+	for p := range parts {
+		if part.Group(busy) == p {
+			continue
+		}
+		for i := 0; ; i++ {
+			if g := fmt.Sprintf("quiet-%d", i); part.Group(g) == p {
+				if err := tc.commit(ctx, g, 1); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+	}
+	md := strings.Repeat("m", 200)
+	for i := range 4000 {
+		err := n.Coordinator().Commit(ctx, busy, []coordinator.OffsetCommit{{Topic: "t", Partition: int32(i % 8), Offset: int64(i), Metadata: md}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// About 1 MiB went through the journal (all of it stays when the quiet
+	// partitions are not asked); the live state is a few KiB, so the
+	// journal's budget is four times the snapshot floors: 256 KiB.
+	dir := coordinator.JournalDir(filepath.Join(tc.dir, "1"))
+	start, err := strconv.ParseUint(tc.journalStart(1), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := dirSize(t, dir)
+	t.Logf("journal from index %d, %d bytes", start, size)
+	if start < 1000 || size > 512<<10 {
+		t.Fatalf("the journal starts at index %d and holds %d bytes: quiet partitions pin it", start, size)
+	}
+}
+
+// dirSize returns the bytes of the files in dir.
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += info.Size()
+	}
+	return size
 }

@@ -54,6 +54,22 @@ type PartitionCheck struct {
 // error wrapping fs.ErrNotExist; one of format 1, which Open converts, is
 // an ErrFormat error. opts.Partitions 0 takes the directory's own.
 func Check(dir string, opts Options) (CheckReport, error) {
+	return check(dir, opts, nil)
+}
+
+// CheckReplicated is Check for a cluster node's data directory, whose
+// owner replays the journal and gives its partitions their bounds (see
+// OpenReplicated): replay does both on the planned directory, reading
+// only, and returns the bounds, or the error with which the owner's open
+// would refuse the directory.
+func CheckReplicated(dir string, opts Options, replay func(d *DataDir) (bounds func(partition int) (first, committed uint64, err error), err error)) (CheckReport, error) {
+	if replay == nil {
+		return CheckReport{}, fmt.Errorf("%w: CheckReplicated without replay", ErrInvalid)
+	}
+	return check(dir, opts, replay)
+}
+
+func check(dir string, opts Options, replay func(d *DataDir) (func(int) (uint64, uint64, error), error)) (CheckReport, error) {
 	var rep CheckReport
 	opts.ensureDefaults()
 	if err := opts.validate(); err != nil {
@@ -67,12 +83,18 @@ func Check(dir string, opts Options) (CheckReport, error) {
 	if _, _, err := readMeta(dir); errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("%s holds no offsetd data: %w", dir, err)
 	}
-	c, err := plan(dir, opts, true)
+	d, err := planDataDir(dir, opts, true)
 	if err != nil {
 		return rep, err
 	}
-	rep.Format, rep.Partitions, rep.Hash, rep.ID, rep.NewID = c.meta.Format, c.meta.Partitions, c.meta.Hash, c.meta.ID, c.writeMeta
-	rep.Journal = c.plan.Report()
+	rep.Format, rep.Partitions, rep.Hash, rep.ID, rep.NewID = d.meta.Format, d.meta.Partitions, d.meta.Hash, d.meta.ID, d.writeMeta
+	rep.Journal = d.plan.Report()
+	c := newCoordinator(d)
+	if replay != nil {
+		if c.bounds, err = replay(d); err != nil {
+			return rep, err
+		}
+	}
 	c.loadAll()
 	err = c.loadErrors()
 	for i, p := range c.parts {
@@ -81,7 +103,7 @@ func Check(dir string, opts Options) (CheckReport, error) {
 			pc.Err = p.loadErr
 		} else if p.lastSnapshot != 0 {
 			pc.Snapshot = p.lastSnapshot
-			pc.SnapshotFile = log.SnapshotPath(c.snapshots[i].Dir(), p.lastSnapshot)
+			pc.SnapshotFile = log.SnapshotPath(d.snapshots[i].Dir(), p.lastSnapshot)
 		}
 		rep.Parts = append(rep.Parts, pc)
 	}

@@ -4,10 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -20,28 +16,25 @@ import (
 )
 
 // Coordinator stores consumer-group offsets and static-topic mappings in
-// internal partitions that share one journal (package log), or that Raft
-// replicates (Options.Replication), and serves them from memory. It is safe
-// for concurrent use.
+// internal partitions that share one journal (package log), or that a
+// replication drives as state machines (OpenReplicated), and serves them
+// from memory. It is safe for concurrent use.
 type Coordinator struct {
-	dir       string
-	opts      Options
-	part      partitioner.Partitioner
-	parts     []*partition
-	snapshots []*log.Snapshots // per partition
-	switched  *signal.Signal   // fires when any global-read switch changes
-	lock      dirLock
-
-	// plan is what opening the journal will do, made before loading; once
-	// every partition has loaded, carryOut opens journal by it and drops
-	// it (nil from then on). Only the loading goroutine uses it. journal is
-	// the log every partition commits to; committer, its owner once
-	// loading is done, makes each batch durable with one sync (an
-	// fdatasync of the journal's sync ring; see package log).
-	plan       *log.Plan
-	journal    *log.Log       // nil until loaded, and if opening was refused
-	committer  *log.Committer // set before any writer starts
-	truncating sync.Mutex     // one journal truncation at a time
+	opts     Options
+	part     partitioner.Partitioner
+	parts    []*partition
+	switched *signal.Signal // fires when any global-read switch changes
+	// d is the data directory: its meta file, journal and snapshot files.
+	// The coordinator owns it, and closes it, when Open opened it; on a
+	// cluster node (OpenReplicated) its owner is package cluster.
+	d       *DataDir
+	ownsDir bool
+	// committer, the journal's one writer once loading is done, makes each
+	// batch durable with one sync (an fdatasync of the journal's sync
+	// ring; see package log). Set before any writer starts; nil on a
+	// cluster node, whose journal the cluster writes.
+	committer  *log.Committer
+	truncating sync.Mutex // one journal truncation at a time
 
 	mu         sync.RWMutex
 	closed     bool        // guarded by mu
@@ -52,14 +45,11 @@ type Coordinator struct {
 	loaded     chan struct{}  // closed when every partition has loaded or failed
 	forced     atomic.Uint64  // static-topic changes stored with force
 
-	meta      meta // the data directory's meta file, as Open leaves it
-	writeMeta bool // meta is new, or of an older version: carryOut writes it
-	// txnFormat says the meta file is at formatTxn; formatMu serializes
-	// the one rewrite that puts it there (useTxnFormat).
-	txnFormat atomic.Bool
-	formatMu  sync.Mutex
-	check     bool       // Check's: loads, and never carries out
 	loads     []snapLoad // per partition, what loading its snapshots found; set by loadAll
+	loadStart time.Time  // when loadAll started
+	// bounds, on a cluster node, returns what the journal holds of a
+	// partition's replicated log (see OpenReplicated); nil on one node.
+	bounds func(partition int) (first, committed uint64, err error)
 }
 
 // Open opens the data directory dir, creating it if needed, and loads every
@@ -68,43 +58,18 @@ type Coordinator struct {
 // previous format (a log per partition) is converted first; see
 // upgradeFormat1.
 func Open(dir string, opts Options) (*Coordinator, error) {
-	opts.ensureDefaults()
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	if err := log.MakeDir(dir, opts.syncDir); err != nil {
-		return nil, err
-	}
-	if _, _, err := readMeta(dir); errors.Is(err, ErrNotDataDir) {
-		return nil, err // before locking someone else's directory
-	}
-	lock, err := lockDir(dir, true)
+	d, err := OpenDataDir(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(dir, opts, lock)
-	if err != nil {
-		lock.Close()
-		return nil, err
+	c := newCoordinator(d)
+	c.ownsDir = true
+	for _, p := range c.parts {
+		p.onSnapshot = c.truncateJournal
 	}
-	return c, nil
-}
-
-func open(dir string, opts Options, lock dirLock) (*Coordinator, error) {
-	c, err := plan(dir, opts, false)
-	if err != nil {
-		return nil, err
-	}
-	c.lock = lock
 	c.loadAll()
-	if opts.Retention > 0 {
-		c.background.Add(1)
-		go func() {
-			defer c.background.Done()
-			c.sweep()
-		}()
-	}
-	if !opts.LoadInBackground {
+	c.startSweeper()
+	if !c.opts.LoadInBackground {
 		if err := c.loadErrors(); err != nil {
 			c.closeAll()
 			return nil, err
@@ -113,89 +78,37 @@ func open(dir string, opts Options, lock dirLock) (*Coordinator, error) {
 	return c, nil
 }
 
-// plan reads the data directory as Open does and returns a coordinator
-// ready to load, having written nothing but a format-1 directory's
-// conversion (which check refuses instead): what it finds is judged, and
-// written to, only once every partition has loaded (carryOut).
-func plan(dir string, opts Options, check bool) (*Coordinator, error) {
-	m, writeM, err := planMeta(dir, opts.Partitions)
-	if err != nil {
-		return nil, err
+// startSweeper starts the retention sweeper, if Options.Retention asks
+// for one.
+func (c *Coordinator) startSweeper() {
+	if c.opts.Retention > 0 {
+		c.background.Add(1)
+		go func() {
+			defer c.background.Done()
+			c.sweep()
+		}()
 	}
-	opts.Partitions = m.Partitions
-	if m.Format == format1 {
-		if check {
-			return nil, fmt.Errorf("%w: %s is of format %d, which Open converts", errFormat1, dir, format1)
-		}
-		if err := upgradeFormat1(dir, opts, m); err != nil {
-			return nil, fmt.Errorf("coordinator: converting %s to format %d: %w", dir, dataFormat, err)
-		}
-		m.Format, writeM = dataFormat, false
-	}
+}
+
+// newCoordinator returns a coordinator of the planned data directory d,
+// ready to load.
+func newCoordinator(d *DataDir) *Coordinator {
+	opts := d.opts
 	part, _ := partitioner.New(opts.Partitions)
 	c := &Coordinator{
-		dir:       dir,
-		opts:      opts,
-		part:      part,
-		switched:  signal.New(),
-		stop:      make(chan struct{}),
-		loaded:    make(chan struct{}),
-		meta:      m,
-		writeMeta: writeM,
-		check:     check,
+		opts:     opts,
+		part:     part,
+		switched: signal.New(),
+		stop:     make(chan struct{}),
+		loaded:   make(chan struct{}),
+		d:        d,
 	}
-	c.txnFormat.Store(m.Format == formatTxn)
-	c.plan, err = log.PlanOpen(filepath.Join(dir, journalDir), c.journalOptions())
-	if err != nil {
-		return nil, err
-	}
-	if err := journalMissing(dir, opts.Partitions, c.plan.Report().Segments); err != nil {
-		return nil, err
-	}
-	for i := range opts.Partitions {
-		snaps, err := log.NewSnapshots(SnapshotDir(dir, i), snapshotOwner(m, i))
-		if err != nil {
-			return nil, err
-		}
+	for i, snaps := range d.snapshots {
 		p := newPartition(i, opts, c.switched, snaps)
-		p.onSnapshot = c.truncateJournal
-		p.useTxnFormat = c.useTxnFormat
-		c.snapshots = append(c.snapshots, snaps)
+		p.useTxnFormat = d.useTxnFormat
 		c.parts = append(c.parts, p)
 	}
-	return c, nil
-}
-
-// journalMissing returns an error if dir has snapshots but no journal, or
-// a journal directory without a segment file (segments, as the plan
-// counted them): the snapshots cover records a journal held, and an empty
-// journal in its place would take them for ones a crash left ahead and
-// remove them. A journal always keeps a segment once created: wal makes
-// the first when it creates the directory, and the journal removes only
-// segments before its last.
-func journalMissing(dir string, partitions, segments int) error {
-	if segments > 0 {
-		return nil
-	}
-	what := "no journal " + JournalDir(dir)
-	if _, err := os.Stat(JournalDir(dir)); err == nil {
-		what = "no journal segment in " + JournalDir(dir)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	for i := range partitions {
-		if list, _ := log.ListSnapshots(SnapshotDir(dir, i)); len(list) > 0 {
-			return fmt.Errorf("%w: %s holds snapshots (%s) but %s",
-				ErrCorrupt, dir, log.SnapshotPath(SnapshotDir(dir, i), list[0]), what)
-		}
-	}
-	return nil
-}
-
-// snapshotOwner is what the snapshots of partition i of the data
-// directory of m name in their headers.
-func snapshotOwner(m meta, i int) log.SnapshotOwner {
-	return log.SnapshotOwner{Partition: i, Partitions: m.Partitions, Hash: m.Hash, Dir: m.ID}
+	return c
 }
 
 // loadErrors waits until loading is over and returns why the partitions
@@ -209,29 +122,6 @@ func (c *Coordinator) loadErrors() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// journalOptions are the options of the journal.
-func (c *Coordinator) journalOptions() log.Options {
-	o := log.DefaultOptions()
-	o.SegmentSize = c.opts.SegmentSize
-	o.UnsafeNoSync = c.opts.UnsafeNoSync
-	o.Logger = c.opts.Logger
-	o.JournalID = c.meta.ID
-	return o
-}
-
-// journalDir is where, in a data directory, the journal's segments are.
-const journalDir = "journal"
-
-// JournalDir returns where the data directory dir keeps its journal, for
-// tools that read a data directory.
-func JournalDir(dir string) string { return filepath.Join(dir, journalDir) }
-
-// SnapshotDir returns where partition i of data directory dir keeps its
-// snapshots, for tools that read a data directory.
-func SnapshotDir(dir string, i int) string {
-	return filepath.Join(dir, "snapshots", fmt.Sprintf("p%04d", i))
 }
 
 // maxLoaders bounds the partitions that load their snapshots at once.
@@ -296,14 +186,10 @@ func (c *Coordinator) closeAll() error {
 	if c.committer != nil {
 		c.committer.Close()
 	}
-	var errs []error
-	if c.journal != nil {
-		errs = append(errs, c.journal.Close())
+	if c.ownsDir {
+		return c.d.Close()
 	}
-	if c.lock != nil {
-		errs = append(errs, c.lock.Close())
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // submit runs a request on partition p and waits for its result. A

@@ -112,7 +112,7 @@ func TestBadInput(t *testing.T) {
 	if g := c.Groups(); len(g) != 0 {
 		t.Fatalf("bad input left groups %v", g)
 	}
-	if last := c.journal.LastIndex(); last != 0 {
+	if last := c.d.journal.LastIndex(); last != 0 {
 		t.Fatalf("the journal has %d records after bad input only", last)
 	}
 }

@@ -88,13 +88,13 @@ func TestCrash(t *testing.T) {
 		}
 		if cycle == *crashCycles-1 {
 			// The kills must have met snapshots and truncations.
-			if c.journal.FirstIndex() <= 1 {
+			if c.d.journal.FirstIndex() <= 1 {
 				t.Fatal("the journal was never truncated after snapshots during the test")
 			}
 			if run.mapEpoch == 0 {
 				t.Fatal("no static-topic change was acknowledged during the test")
 			}
-			t.Logf("the journal starts at index %d of %d", c.journal.FirstIndex(), c.journal.LastIndex())
+			t.Logf("the journal starts at index %d of %d", c.d.journal.FirstIndex(), c.d.journal.LastIndex())
 		}
 		c.Close()
 	}

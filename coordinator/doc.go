@@ -21,8 +21,15 @@
 // partition loads its newest snapshot, then the journal is read once, as
 // the plan will leave it, and each record goes to its partition;
 // partitions apply in parallel. Only then are the journal's repairs
-// carried out (load.go's carryOut). Check runs the same without writing:
-// its verdict is Open's (offsetd verify).
+// carried out (DataDir.CarryOut, datadir.go). Check runs the same without
+// writing: its verdict is Open's (offsetd verify).
+//
+// The data directory (DataDir: the lock, the meta file, the journal, the
+// snapshot files) has one owner. On one node that is the Coordinator. On a
+// cluster node it is package cluster, which opens it (OpenDataDir), replays
+// the journal into its Raft groups, has the partitions load as state
+// machines (OpenReplicated), carries the plan out, writes and truncates
+// the journal, and hands each partition its Replica (Start).
 //
 // Snapshots hold a partition's state in compact records (snaprecord.go):
 // first the table's sizes, so that loading sizes its maps once, then each

@@ -164,7 +164,7 @@ func TestIndexesNeverReused(t *testing.T) {
 	if err := c.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	covered := c.journal.LastIndex()
+	covered := c.d.journal.LastIndex()
 	c.Close()
 	crashJournal(t, dir)
 	cutLastBatch(t, dir) // b's commit: the snapshots cover it, the journal no longer does
@@ -255,9 +255,9 @@ func TestQuietPartitionDoesNotPinJournal(t *testing.T) {
 	}
 	// About 1.2 MiB went through the journal; the live state is a few KiB,
 	// so the journal's budget is four times the snapshot floors: 256 KiB.
-	first := c.journal.FirstIndex()
+	first := c.d.journal.FirstIndex()
 	size := dirSize(t, JournalDir(dir))
-	t.Logf("journal from index %d of %d, %d bytes", first, c.journal.LastIndex(), size)
+	t.Logf("journal from index %d of %d, %d bytes", first, c.d.journal.LastIndex(), size)
 	if first < 2500 || size > 512<<10 {
 		t.Fatalf("the journal starts at index %d and holds %d bytes: quiet partitions pin it", first, size)
 	}

@@ -152,8 +152,8 @@ const replayChunk = 1024
 // parallel. It returns the first error: the journal's (damage names the
 // segment and index), or a partition's (a record that does not apply).
 func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) error {
-	if c.opts.Replication != nil {
-		return nil // loadAll replayed the journal into the replication
+	if c.bounds != nil {
+		return nil // the journal holds the replication's records, not the partitions'
 	}
 	if len(loading) == 0 {
 		return nil
@@ -198,7 +198,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		}()
 	}
 	n := 0
-	err := c.plan.Replay(from, func(index uint64, e log.Entry) error {
+	err := c.d.plan.Replay(from, func(index uint64, e log.Entry) error {
 		if n++; n&0xffff == 0 {
 			select {
 			case <-stop:
@@ -230,7 +230,7 @@ func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) 
 		close(f.ch)
 	}
 	appliers.Wait()
-	last := c.plan.LastIndex()
+	last := c.d.plan.LastIndex()
 	for _, p := range loading {
 		p.offsets.Update(func(w cache.OffsetsWriter) { w.SetApplied(max(last, p.lastSnapshot)) })
 		p.capturedAt = nil
@@ -258,26 +258,17 @@ func (p *partition) resetTables() {
 // fail with errNotOpened and nothing is written, since carrying out the
 // plan for them (a torn end cut, snapshots removed, the marker written
 // at Close) would change the directory that is refused. Otherwise, unless
-// this is Check's, carryOut carries out the plan, and each partition gets
-// its writer started.
+// this is Check's, on one node the plan is carried out (CarryOut), the
+// journal gets its committer and each partition its writer; on a cluster
+// node the directory's owner carries the plan out, and the partitions
+// wait for their replicas (Start).
 func (c *Coordinator) loadAll() {
+	c.loadStart = time.Now()
 	go func() {
 		defer close(c.loaded)
-		start := time.Now()
-		first, last := c.plan.FirstIndex(), c.plan.LastIndex()
-		clean := c.plan.Report().Clean
+		first, last := c.d.plan.FirstIndex(), c.d.plan.LastIndex()
+		clean := c.d.plan.Report().Clean
 		c.loads = make([]snapLoad, len(c.parts))
-		if c.opts.Replication != nil {
-			// The journal holds the replication's records: the groups' logs
-			// come back first, and say which snapshots the partitions need.
-			if err := c.plan.Replay(1, c.opts.Replication.Replay); err != nil {
-				for _, p := range c.parts {
-					p.loadErr = err
-					c.fail(p)
-				}
-				return
-			}
-		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(1, min(len(c.parts), maxLoaders())))
 		for _, p := range c.parts {
@@ -293,15 +284,15 @@ func (c *Coordinator) loadAll() {
 				default:
 				}
 				first, last, clean := first, last, clean
-				if c.opts.Replication != nil {
+				if c.bounds != nil {
 					var err error
-					if first, last, err = c.opts.Replication.Bounds(p.id); err != nil {
+					if first, last, err = c.bounds(p.id); err != nil {
 						p.loadErr = err
 						return
 					}
 					clean = false // Raft's indexes, not the journal's
 				}
-				c.loads[p.id], p.loadErr = p.loadSnapshot(c.snapshots[p.id], first, last, clean)
+				c.loads[p.id], p.loadErr = p.loadSnapshot(c.d.snapshots[p.id], first, last, clean)
 			}()
 		}
 		wg.Wait()
@@ -320,7 +311,7 @@ func (c *Coordinator) loadAll() {
 			}
 			return
 		}
-		if c.check || len(loading) == 0 {
+		if c.d.check || len(loading) == 0 {
 			return // nothing is written: a refusal leaves the directory as it was
 		}
 		if len(loading) < len(c.parts) {
@@ -331,14 +322,21 @@ func (c *Coordinator) loadAll() {
 			return
 		}
 		for _, p := range c.parts {
-			if p.sawTxn && c.meta.Format != formatTxn {
+			if p.sawTxn && c.d.meta.Format != formatTxn {
 				// Transactional records under an older format: a crash
 				// came between a follower's record and its meta file.
-				c.meta.Format, c.writeMeta = formatTxn, true
-				c.txnFormat.Store(true)
+				c.d.meta.Format, c.d.writeMeta = formatTxn, true
+				c.d.txnFormat.Store(true)
 			}
 		}
-		if err := c.carryOut(); err != nil {
+		c.d.loaded = true
+		for _, sl := range c.loads {
+			c.d.stale = append(c.d.stale, sl.stale)
+		}
+		if c.bounds != nil {
+			return // the directory's owner carries it out; the partitions wait for their replicas (Start)
+		}
+		if err := c.d.CarryOut(); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
 				c.fail(p)
@@ -347,11 +345,9 @@ func (c *Coordinator) loadAll() {
 		}
 		next := last
 		for _, p := range c.parts {
-			if c.opts.Replication == nil { // else snapshots name raft indexes
-				next = max(next, p.maxSeen, p.lastSnapshot)
-			}
+			next = max(next, p.maxSeen, p.lastSnapshot)
 		}
-		if err := c.journal.SkipTo(next + 1); err != nil {
+		if err := c.d.journal.SkipTo(next + 1); err != nil {
 			for _, p := range loading {
 				p.loadErr = err
 				c.fail(p)
@@ -364,75 +360,34 @@ func (c *Coordinator) loadAll() {
 				jo.ObserveJournalBatch(b.Calls, b.Partitions, b.Records, b.Bytes, b.Took, b.Err)
 			}
 		}
-		c.committer = log.NewCommitter(c.journal, onBatch)
-		if err := c.startReplication(loading); err != nil {
-			for _, p := range loading {
-				p.loadErr = err
-				c.fail(p)
-			}
-			return
-		}
-		took := time.Since(start)
-		for _, p := range loading {
-			p.loadTime = took
-			if p.observer != nil {
-				p.observer.ObserveLoad(p.id, p.loadRecords, took)
-			}
-			keys, groups := p.offsets.Len()
-			c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
-				"mappings", p.mappings.Len(), "took", took)
+		c.committer = log.NewCommitter(c.d.journal, onBatch)
+		for _, p := range c.parts {
 			p.journal = c.committer
-			if p.w == nil { // not replicated
-				p.w = newLocalWriter(p, c.stop)
-			}
-			c.writers.Add(1)
-			go func() {
-				defer c.writers.Done()
-				p.w.run(c.stop)
-			}()
-			p.state.Store(stateReady)
+			p.w = newLocalWriter(p, c.stop)
 		}
+		c.startWriters()
 	}()
 }
 
-// carryOut writes what opening the data directory takes, once loading has
-// decided to open it: the meta file (a new directory's, or one of an
-// older version, which gets an ID), then the journal's repairs (Plan.Open:
-// a torn end cut, batches restored from the sync ring, an interrupted
-// truncation finished, the clean-close marker removed), the partitions'
-// snapshot directories, then the removal of snapshots ahead of the
-// journal.
-func (c *Coordinator) carryOut() error {
-	if c.writeMeta {
-		if err := writeMeta(c.dir, c.meta); err != nil {
-			return err
+// startWriters starts every partition's writer, once it has loaded and
+// has one, and makes the partitions ready.
+func (c *Coordinator) startWriters() {
+	took := time.Since(c.loadStart)
+	for _, p := range c.parts {
+		p.loadTime = took
+		if p.observer != nil {
+			p.observer.ObserveLoad(p.id, p.loadRecords, took)
 		}
+		keys, groups := p.offsets.Len()
+		c.opts.Logger.Debug("partition loaded", "partition", p.id, "keys", keys, "groups", groups,
+			"mappings", p.mappings.Len(), "took", took)
+		c.writers.Add(1)
+		go func() {
+			defer c.writers.Done()
+			p.w.run(c.stop)
+		}()
+		p.state.Store(stateReady)
 	}
-	j, err := c.plan.Open()
-	if err != nil {
-		return err
-	}
-	c.journal = j
-	for _, s := range c.snapshots {
-		// Made here, not when planned: a refusal makes nothing. Tools
-		// count partitions by these directories when the meta file is
-		// lost.
-		if err := log.MakeDir(s.Dir(), c.opts.syncDir); err != nil {
-			return err
-		}
-	}
-	for i, sl := range c.loads {
-		if len(sl.stale) == 0 {
-			continue
-		}
-		if err := c.snapshots[i].RemoveAfter(c.plan.LastIndex()); err != nil {
-			return err
-		}
-		c.opts.Logger.Warn("removed snapshots ahead of the journal, whose end a crash took",
-			"partition", i, "snapshots", sl.stale, "lastIndex", c.plan.LastIndex())
-	}
-	c.plan = nil // carried out; it holds the sync ring's bytes
-	return nil
 }
 
 // fail marks a partition that could not load.

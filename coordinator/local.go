@@ -453,13 +453,15 @@ func (w *localWriter) snapshotAt() (index uint64, refresh, ok bool) {
 	return w.p.journal.LastIndex(), false, true
 }
 
-// snapshotted: once a snapshot is durable the journal is needed only from
-// the record after the previous one, and older snapshots go. With prev 0
-// no older snapshot loaded: those on disk are damaged or too old for the
+// snapshotted: before a snapshot, the journal is synced, even under
+// UnsafeNoSync: a snapshot must never cover records a machine crash could
+// take back. Once it is durable the journal is needed only from the
+// record after the previous one, and older snapshots go. With prev 0 no
+// older snapshot loaded: those on disk are damaged or too old for the
 // journal.
 func (w *localWriter) snapshotted(prev, index uint64, _, written bool) error {
 	if !written {
-		return nil
+		return w.p.journal.Sync()
 	}
 	w.p.keepFrom.Store(prev + 1)
 	return w.p.snaps.Prune(index, prev)

@@ -92,9 +92,6 @@ type Options struct {
 	// they own a partition's state (see writer), and must be quick.
 	// Nil means none.
 	Observer Observer
-	// Replication, if set, replicates every partition (see Replication);
-	// nil keeps the single-node journal.
-	Replication Replication
 
 	// syncDir syncs a directory; tests replace it to see which are synced.
 	syncDir func(dir string) error

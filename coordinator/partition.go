@@ -46,7 +46,8 @@ type partition struct {
 	loadRecords int           // journal records replayed; set before stateReady
 	loadBytes   int64         // snapshot and journal bytes read; set before stateReady
 
-	// journal is the commit pipeline every partition shares, and w the
+	// journal is the commit pipeline every partition shares on one node
+	// (nil on a cluster node, whose replicas write the journal), and w the
 	// partition's writer; both set before the partition is ready.
 	journal journal
 	w       writer
@@ -128,8 +129,9 @@ type writer interface {
 	// wait for more records to be applied.
 	snapshotAt() (index uint64, refresh, ok bool)
 	// snapshotted runs on the snapshot goroutine around the write of the
-	// snapshot at index: before, with written false; after, once it is
-	// durable, with written true. prev is the snapshot before it.
+	// snapshot at index: before, with written false, it makes every record
+	// applied durable; after, once the snapshot is durable, with written
+	// true. prev is the snapshot before it.
 	snapshotted(prev, index uint64, refresh, written bool) error
 	// lead returns the node that leads the partition and whether that is
 	// this one; barrier returns once reads see every write acknowledged

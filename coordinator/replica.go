@@ -4,39 +4,75 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/offsetd/offsetd/log"
 )
 
-// Replication, set as Options.Replication, makes every partition a
-// replicated log (package cluster does it with Raft): a partition's
-// records are then proposed to its replication group instead of appended
-// to the journal, and every replica applies the group's committed records,
-// in log order, through the same apply path as replay. The index of a
-// record, and so the version it gives its group, is its index in the
-// group's log. The journal still holds everything the node keeps durably,
-// but in the replication's own records.
+// A cluster node (package cluster) owns its data directory: it opens it
+// (OpenDataDir), replays the journal into its replication groups, writes
+// the journal and drops its front. Its coordinator's partitions are state
+// machines it drives (OpenReplicated): each loads its newest snapshot
+// that the group's log allows, then applies, through its writer
+// (replicatedWriter), what its group commits, its own records and other
+// leaders' alike, in log order, through the same apply path as replay.
+// The index of a record, and so the version it gives its group, is its
+// index in the group's log.
 //
 // A replicated partition takes snapshots as a single one does, at indexes
 // of its group's log, and then lets its group compact the log (see
 // Replica.Compact); a replica that lags behind a leader's compacted log
-// receives the leader's snapshot file and applies it whole.
-type Replication interface {
-	// Replay is handed every journal record, in index order, while the
-	// coordinator loads, before the snapshots are read.
-	Replay(index uint64, e log.Entry) error
-	// Bounds returns, once the journal is replayed, what it holds of
-	// partition's log: the first index of its entries (every index
-	// before is in a snapshot), and the last index known committed. The
-	// partition loads its newest snapshot between the two. An error (the
-	// journal's records of the partition do not make a log) fails the
-	// partition's load with it.
-	Bounds(partition int) (first, committed uint64, err error)
-	// Start is called once loading is done: from now on the journal is
-	// written only through committer. parts holds, per partition, the
-	// index its tables hold and its snapshot files. It returns each
-	// partition's replica, in partition order.
-	Start(committer *log.Committer, parts []ReplicatedPartition) ([]Replica, error)
+// receives the leader's snapshot file (PartitionSnapshots.Receive) and
+// applies it whole.
+
+// OpenReplicated loads the partitions of the data directory d, which its
+// caller opened (OpenDataDir) and keeps owning, as state machines of a
+// replication: bounds returns, once the caller has replayed the journal
+// (DataDir.Replay), what it holds of a partition's replicated log: the
+// first index of its entries (every index before is in a snapshot), and
+// the last index known committed, between which the partition loads its
+// newest snapshot; an error fails the partition's load with it. It writes
+// nothing: if a partition fails, the load's error is returned, and the
+// caller closes d unchanged; if all load, the caller carries d's plan out
+// (DataDir.CarryOut) before it writes the journal. The partitions serve
+// once Start hands them their replicas. Closing the coordinator leaves d
+// open.
+func OpenReplicated(d *DataDir, bounds func(partition int) (first, committed uint64, err error)) (*Coordinator, error) {
+	c := newCoordinator(d)
+	c.bounds = bounds
+	c.loadAll()
+	if err := c.loadErrors(); err != nil {
+		c.closeAll()
+		return nil, err
+	}
+	c.startSweeper()
+	return c, nil
+}
+
+// AppliedIndex returns the index partition's tables hold once loaded by
+// OpenReplicated (that of the snapshot it loaded): its group hands it the
+// committed entries after it.
+func (c *Coordinator) AppliedIndex(partition int) uint64 { return c.parts[partition].lastSnapshot }
+
+// Start gives each partition of a coordinator that OpenReplicated opened
+// its replica, in partition order, and starts their writers: from now on
+// they build requests against their tables, propose them to their
+// replicas, and apply what the replicas commit.
+func (c *Coordinator) Start(replicas []Replica) error {
+	if c.bounds == nil {
+		return fmt.Errorf("%w: Start is for a coordinator that OpenReplicated opened", ErrInvalid)
+	}
+	if len(replicas) != len(c.parts) {
+		return fmt.Errorf("%w: %d replicas for %d partitions", ErrInvalid, len(replicas), len(c.parts))
+	}
+	for _, p := range c.parts {
+		if p.w != nil || p.state.Load() != stateLoading {
+			return fmt.Errorf("%w: partition %d started already, or failed to load", ErrInvalid, p.id)
+		}
+	}
+	for _, p := range c.parts {
+		p.applied = p.lastSnapshot
+		p.w = newReplicatedWriter(p, replicas[p.id])
+	}
+	c.startWriters()
+	return nil
 }
 
 // Replica is one partition's replicated log, as its writer uses it.
@@ -63,14 +99,14 @@ type Replica interface {
 	// it, its tables hold every write acknowledged before the call. An
 	// error that is ErrNotLeader means this node lost the lead meanwhile.
 	ReadIndex(ctx context.Context) (uint64, error)
-	// Compact lets the group drop its log up to index, which a durable
-	// snapshot of the partition holds, and returns the lowest journal
-	// index the group still needs. An index at or below the last
-	// compaction drops nothing but moves what the group needs up to the
-	// journal's end.
-	Compact(ctx context.Context, index uint64) (keepFrom uint64, err error)
-	// KeepFrom returns the lowest journal index the group needs.
-	KeepFrom() uint64
+	// Compact is called before the partition writes a snapshot: it
+	// returns once every entry the partition applied is durable, and the
+	// group no longer needs its log up to index, which a durable snapshot
+	// of the partition holds; the journal's owner may then drop what no
+	// group needs. An index at or below the last compaction drops nothing
+	// but has the group rewrite what it needs at the journal's end (a quiet
+	// partition that holds the journal's front lets it go).
+	Compact(ctx context.Context, index uint64) error
 }
 
 // Committed is one committed entry of a replicated log. Data is nil for
@@ -117,8 +153,8 @@ func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 // applied every write acknowledged, by any node, before Barrier was
 // called: reads of the group that follow it are linearizable. It uses
 // Raft's ReadIndex: the leader confirms with a quorum that it still leads,
-// then waits to have applied up to its commit index. Without Replication
-// it returns at once.
+// then waits to have applied up to its commit index. On one node it
+// returns at once.
 func (c *Coordinator) Barrier(ctx context.Context, group string) error {
 	return c.barrier(ctx, c.groupPartition(group))
 }
@@ -138,7 +174,7 @@ func (c *Coordinator) barrier(ctx context.Context, p *partition) error {
 
 // Leader returns the replication id of the node that leads the partition
 // of group, as this node knows it, and whether that is this node; 0 when
-// unknown. Without Replication this node always leads, as id 0.
+// unknown. On one node this node always leads, as id 0.
 func (c *Coordinator) Leader(group string) (leader uint64, self bool) {
 	return c.leader(c.groupPartition(group))
 }
@@ -149,39 +185,11 @@ func (c *Coordinator) TopicLeader(topic string) (leader uint64, self bool) {
 }
 
 func (c *Coordinator) leader(p *partition) (leader uint64, self bool) {
-	if c.opts.Replication == nil {
+	if c.bounds == nil {
 		return 0, true
 	}
 	if p.state.Load() == stateLoading || p.w == nil { // loading, or failed to
 		return 0, false
 	}
 	return p.w.lead()
-}
-
-// startReplication gives every loading partition its replica and its
-// writer.
-func (c *Coordinator) startReplication(loading []*partition) error {
-	if c.opts.Replication == nil {
-		return nil
-	}
-	parts := make([]ReplicatedPartition, len(c.parts))
-	for _, p := range c.parts {
-		parts[p.id].Snapshots = &PartitionSnapshots{snaps: p.snaps, owner: snapshotOwner(c.meta, p.id)}
-	}
-	for _, p := range loading {
-		parts[p.id].Applied = p.lastSnapshot
-	}
-	replicas, err := c.opts.Replication.Start(c.committer, parts)
-	if err != nil {
-		return err
-	}
-	if len(replicas) != len(c.parts) {
-		return fmt.Errorf("coordinator: replication started %d replicas for %d partitions", len(replicas), len(c.parts))
-	}
-	for _, p := range loading {
-		p.applied = p.lastSnapshot
-		p.w = newReplicatedWriter(p, replicas[p.id])
-		p.keepFrom.Store(min(replicas[p.id].KeepFrom(), c.journal.LastIndex()+1))
-	}
-	return nil
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/offsetd/offsetd/log"
 )
 
-// replicatedWriter writes a partition that is replicated (see
-// Replication). Its goroutine (run) owns the partition's writer-owned
+// replicatedWriter writes a partition that a replication drives (see
+// OpenReplicated). Its goroutine (run) owns the partition's writer-owned
 // state and the fields below, and is the only one to touch them: it builds
 // requests against the tables as the local writer does, but proposes their
 // records to the replication group, and applies whatever the group
@@ -344,9 +344,9 @@ func (w *replicatedWriter) snapshotAt() (index uint64, refresh, ok bool) {
 
 // snapshotted: before the new snapshot, the group's log goes up to the
 // previous one (already durable), or to the newest when refreshing, and
-// the journal then holds a commit index at least the new snapshot's.
-// After it, only what is older than prev goes: the partition may hold,
-// above prev, a snapshot its leader installed while this one was written.
+// every entry applied is durable (Replica.Compact). After it, only what is
+// older than prev goes: the partition may hold, above prev, a snapshot its
+// leader installed while this one was written.
 func (w *replicatedWriter) snapshotted(prev, index uint64, refresh, written bool) error {
 	if written {
 		if prev == 0 {
@@ -358,12 +358,7 @@ func (w *replicatedWriter) snapshotted(prev, index uint64, refresh, written bool
 	if refresh {
 		to = index
 	}
-	keep, err := w.replica.Compact(context.Background(), to)
-	if err != nil {
-		return err
-	}
-	w.p.keepFrom.Store(min(keep, w.p.journal.LastIndex()+1))
-	return nil
+	return w.replica.Compact(context.Background(), to)
 }
 
 // lead returns the leader as the replica knows it.

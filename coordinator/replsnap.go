@@ -7,24 +7,20 @@ import (
 	"github.com/offsetd/offsetd/log"
 )
 
-// ReplicatedPartition is what a Replication is given of one partition when
-// it starts.
-type ReplicatedPartition struct {
-	// Applied is the index the partition's tables hold (that of the
-	// snapshot it loaded); its group hands it committed entries after it.
-	Applied uint64
-	// Snapshots are the partition's snapshot files.
-	Snapshots *PartitionSnapshots
-}
-
-// PartitionSnapshots are a replicated partition's snapshot files as its
-// Replication reads and writes them: the newest, to send to a replica that
+// PartitionSnapshots are a replicated partition's snapshot files as the
+// replication that drives it reads and writes them: the newest, to send to a replica that
 // lags behind the compacted log, and a leader's, received in its place.
 // The files' names and format are the coordinator's and package log's
 // alone. Its methods may run on any goroutine.
 type PartitionSnapshots struct {
 	snaps *log.Snapshots
 	owner log.SnapshotOwner
+}
+
+// PartitionSnapshots returns partition's snapshot files, for the
+// replication that drives the partition (see OpenReplicated).
+func (d *DataDir) PartitionSnapshots(partition int) *PartitionSnapshots {
+	return &PartitionSnapshots{snaps: d.snapshots[partition], owner: snapshotOwner(d.meta, partition)}
 }
 
 // List returns the indexes of the partition's snapshot files, newest

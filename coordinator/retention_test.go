@@ -100,13 +100,13 @@ func TestRetentionBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := c.journal.LastIndex()
+	before := c.d.journal.LastIndex()
 	clock.Advance(48 * time.Hour)
 	n, err := c.ExpireGroups(context.Background())
 	if err != nil || n != groups {
 		t.Fatalf("ExpireGroups = %d %v, want %d", n, err, groups)
 	}
-	if records := c.journal.LastIndex() - before; records != 3 {
+	if records := c.d.journal.LastIndex() - before; records != 3 {
 		t.Fatalf("expiry wrote %d records, want 3 of at most %d groups", records, maxExpirePerRecord)
 	}
 	if g := c.Groups(); len(g) != 0 {

@@ -103,7 +103,7 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	p.sinceSnapshot = 0
 	p.lastSnapAt = time.Now()
 	prev := p.lastSnapshot
-	w, j := p.w, p.journal
+	w := p.w
 	// The pending transactional offsets are few: they are copied here,
 	// where every record up to index and none past it is applied, and so
 	// are the snapshot's exactly as of its index.
@@ -114,12 +114,9 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 	go func() {
 		start := time.Now()
 		res := snapResult{index: index, refresh: refresh}
-		// Under UnsafeNoSync the journal is synced first: a snapshot must
-		// never cover records a machine crash could take back.
-		res.err = j.Sync()
-		if res.err == nil {
-			res.err = w.snapshotted(prev, index, refresh, false)
-		}
+		// First every record applied is made durable, even under
+		// UnsafeNoSync (see the writers' snapshotted).
+		res.err = w.snapshotted(prev, index, refresh, false)
 		if res.err == nil && !refresh {
 			res.size, res.err = p.writeSnapshot(index, txns, stop)
 		}
@@ -318,7 +315,6 @@ func (c *Coordinator) truncateJournal() {
 	}
 	start := time.Now()
 	lowest := uint64(0)
-	budget := int64(0) // four times the live state, as the snapshots tell it
 	for i, p := range c.parts {
 		if p.state.Load() != stateReady {
 			return // a partition that did not load may need it all
@@ -326,11 +322,10 @@ func (c *Coordinator) truncateJournal() {
 		if k := p.keepFrom.Load(); i == 0 || k < lowest {
 			lowest = k
 		}
-		budget += 4 * max(p.snapshotBytes, p.snapshotSize.Load())
 	}
-	n, err := c.journal.SegmentsBefore(lowest)
+	n, err := c.d.journal.SegmentsBefore(lowest)
 	if err == nil && n > 0 {
-		err = c.journal.TruncateFront(lowest)
+		err = c.d.journal.TruncateFront(lowest)
 		if mo, ok := c.opts.Observer.(MaintenanceObserver); ok {
 			mo.ObserveTruncate(time.Since(start), err)
 		}
@@ -340,11 +335,8 @@ func (c *Coordinator) truncateJournal() {
 		return
 	}
 	// When the journal holds more than its budget, the partitions that
-	// alone keep its oldest segment are asked to snapshot: quiet ones,
-	// whose previous snapshot is old. They let go after two snapshots (each
-	// keeps its previous one). Busy partitions snapshot by themselves, as
-	// their own appends reach the size of their state.
-	segs, err := c.journal.Segments()
+	// alone keep its oldest segment are asked to snapshot.
+	segs, err := c.d.journal.Segments()
 	if err != nil || len(segs) < 2 || segs[1].First == 0 {
 		return
 	}
@@ -352,13 +344,39 @@ func (c *Coordinator) truncateJournal() {
 	for _, s := range segs {
 		total += s.Bytes
 	}
-	if total <= budget {
+	if total <= c.JournalBudget() {
 		return
 	}
 	for _, p := range c.parts {
 		if p.keepFrom.Load() < segs[1].First {
 			p.askSnapshot()
 		}
+	}
+}
+
+// JournalBudget returns how many journal bytes the partitions' live state
+// warrants: four times, per partition, its newest snapshot's size or the
+// least journal bytes between two of its snapshots, whichever is larger.
+// A journal past it is held at its front by partitions that alone keep
+// its oldest segment: quiet ones, whose previous snapshot is old. Its
+// owner asks them to snapshot (AskSnapshot), and they let go after two
+// snapshots (each keeps its previous one). Busy partitions snapshot by
+// themselves, as their own appends reach the size of their state.
+func (c *Coordinator) JournalBudget() int64 {
+	var budget int64
+	for _, p := range c.parts {
+		budget += 4 * max(p.snapshotBytes, p.snapshotSize.Load())
+	}
+	return budget
+}
+
+// AskSnapshot asks partition to snapshot soon, without waiting for it
+// (see JournalBudget). With nothing new since its newest snapshot, a
+// replicated partition refreshes it: its replica compacts to it again
+// (Replica.Compact).
+func (c *Coordinator) AskSnapshot(partition int) {
+	if partition >= 0 && partition < len(c.parts) {
+		c.parts[partition].askSnapshot()
 	}
 }
 

@@ -157,7 +157,7 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 	defer c.Close()
 	p := c.parts[0]
 	stop := make(chan struct{})
-	index := c.journal.LastIndex()
+	index := c.d.journal.LastIndex()
 	for b.Loop() {
 		index++ // a snapshot file per index; the journal is not read
 		if _, err := p.writeSnapshot(index, p.txns.copyAll(), stop); err != nil {

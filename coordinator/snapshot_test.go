@@ -72,7 +72,7 @@ func TestSnapshotThenTail(t *testing.T) {
 	if err := c.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.journal.FirstIndex(); got <= first {
+	if got := c.d.journal.FirstIndex(); got <= first {
 		t.Fatalf("log FirstIndex = %d, want past the first snapshot at %d", got, first)
 	}
 	if n := len(snapshotFiles(t, dir)); n != 2 {
@@ -166,7 +166,7 @@ func TestSnapshotFallback(t *testing.T) {
 			if got := dumpState(t, c); got != want {
 				t.Fatalf("state after fallback differs:\n got %s\nwant %s", got, want)
 			}
-			if c.journal.FirstIndex() == 1 {
+			if c.d.journal.FirstIndex() == 1 {
 				t.Fatal("the log was never truncated: the test proves nothing about a lost tail")
 			}
 			c.Close()
@@ -377,7 +377,7 @@ func TestSnapshotHeldByTheIntervalIsTakenAfterIt(t *testing.T) {
 	}
 	start := time.Now()
 	commitN(t, c, 50, 10, 100) // due again by its bytes, within the interval
-	last := c.journal.LastIndex()
+	last := c.d.journal.LastIndex()
 	if c.Stats()[0].SnapshotIndex >= last {
 		t.Fatal("the burst's snapshot was taken before the interval ended")
 	}
@@ -402,7 +402,7 @@ func TestRestartSnapshotsWhatItReplayed(t *testing.T) {
 	opts.SnapshotBytes = NoSnapshots
 	c := mustOpen(t, dir, opts)
 	commitN(t, c, 50, 10, 0)
-	last := c.journal.LastIndex()
+	last := c.d.journal.LastIndex()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestSnapshotStoppedByCloseSaysClosed(t *testing.T) {
 	stop := make(chan struct{})
 	close(stop)
 	p := c.parts[0]
-	if _, err := p.writeSnapshot(c.journal.LastIndex(), p.txns.copyAll(), stop); !errors.Is(err, ErrClosed) {
+	if _, err := p.writeSnapshot(c.d.journal.LastIndex(), p.txns.copyAll(), stop); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a stopped snapshot says %v, want ErrClosed", err)
 	}
 	if list, err := p.snaps.List(); err != nil || len(list) != 0 {

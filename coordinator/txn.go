@@ -285,7 +285,7 @@ func (c *Coordinator) TxnCommit(ctx context.Context, group string, producerID in
 	if err := c.readable(p); err != nil {
 		return err
 	}
-	if err := c.useTxnFormat(); err != nil {
+	if err := c.d.useTxnFormat(); err != nil {
 		return err
 	}
 	offsets = slices.Clone(offsets)
@@ -350,30 +350,6 @@ func (c *Coordinator) EndTxn(ctx context.Context, group string, producerID int64
 		return nil
 	}
 	return err
-}
-
-// useTxnFormat moves the data directory to formatTxn, if it is not there
-// yet, before a transactional record is written: the meta file first,
-// then the record, so that no release that does not know the record finds
-// it in a directory of a format it reads. A failed rewrite is
-// ErrWriteFailed, and the record is not written.
-func (c *Coordinator) useTxnFormat() error {
-	if c.txnFormat.Load() {
-		return nil
-	}
-	c.formatMu.Lock()
-	defer c.formatMu.Unlock()
-	if c.txnFormat.Load() {
-		return nil
-	}
-	m := c.meta
-	m.Format = formatTxn
-	if err := writeMeta(c.dir, m); err != nil {
-		return fmt.Errorf("%w: %v", ErrWriteFailed, err)
-	}
-	c.txnFormat.Store(true)
-	c.opts.Logger.Info("data directory moved to the format of transactional offsets", "dir", c.dir, "format", formatTxn)
-	return nil
 }
 
 func validProducer(id int64, epoch int16) error {

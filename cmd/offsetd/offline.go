@@ -181,10 +181,10 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		damagedSnaps += verifySnapshots(out, sdir)
 	}
 	endRun(len(layout.Snapshots))
-	if metaErr != nil || layout.Format == 1 || replicated {
-		// No plan to run: serve refuses a damaged meta file, converts a
-		// directory of format 1 before it plans, and a cluster node's
-		// partitions load from Raft. The frames checked are the verdict.
+	if metaErr != nil || layout.Format == 1 {
+		// No plan to run: serve refuses a damaged meta file, and converts
+		// a directory of format 1 before it plans. The frames checked are
+		// the verdict.
 		problems += damagedSnaps
 		if problems > 0 {
 			fmt.Fprintf(out, "verify: %s found\n", plural(problems, "problem"))
@@ -193,18 +193,23 @@ func verify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(out, "verify: ok")
 		return 0
 	}
-	return reportPlan(out, dir, damagedSnaps)
+	return reportPlan(out, dir, damagedSnaps, replicated)
 }
 
-// reportPlan runs offsetd's open planning on dir (coordinator.Check), says
-// what serve would do, and returns verify's exit status: 0 if it opens
-// the directory, 1 if it refuses it. damagedSnaps counts the snapshot
-// files that did not read back, which serve passes over.
-func reportPlan(out io.Writer, dir string, damagedSnaps int) int {
+// reportPlan runs offsetd's open planning on dir (coordinator.Check, or
+// cluster.Check for a cluster node's directory, whose journal holds Raft
+// records), says what serve would do, and returns verify's exit status: 0
+// if it opens the directory, 1 if it refuses it. damagedSnaps counts the
+// snapshot files that did not read back, which serve passes over.
+func reportPlan(out io.Writer, dir string, damagedSnaps int, replicated bool) int {
 	opts := coordinator.DefaultOptions()
 	opts.Partitions = 0 // the directory's own
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	rep, err := coordinator.Check(dir, opts)
+	check := coordinator.Check
+	if replicated {
+		check = cluster.Check
+	}
+	rep, err := check(dir, opts)
 	if err != nil {
 		fmt.Fprintf(out, "verify: offsetd refuses to open this directory, and changes nothing in it:\n  %v\n", err)
 		return 1
