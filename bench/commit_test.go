@@ -86,6 +86,13 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 			b.Fatal(err)
 		}
 	}
+	moves, rerouting := s.(rerouter)
+	var reroutedBefore int64
+	if rerouting {
+		if reroutedBefore, err = moves.rerouted(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	cpu := processCPU()
 	b.ResetTimer()
 	for w := range writers {
@@ -126,6 +133,13 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 	if counts {
 		counter.syncStats().report(b, before, b.Elapsed())
 	}
+	if rerouting {
+		after, err := moves.rerouted()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(after-reroutedBefore), "rerouted")
+	}
 	rate := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "commits/s")
 	b.ReportMetric(rate*float64(parts), "records/s")
@@ -141,6 +155,15 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 type remoteServer interface {
 	// serverCPU returns the CPU time the server's process has used so far.
 	serverCPU() (time.Duration, error)
+}
+
+// rerouter is a cluster whose nodes refuse a commit for a partition
+// they do not lead; the client sends it again to the leader. The commit
+// benchmark reports how many were refused in the timed run ("rerouted"):
+// commits go to their leader, so none should be, unless a leader moved.
+type rerouter interface {
+	// rerouted returns how many commits the nodes refused so far.
+	rerouted() (int64, error)
 }
 
 // percentile returns the p-th quantile of sorted samples (nearest rank).
