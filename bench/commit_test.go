@@ -30,10 +30,12 @@ var (
 // time the whole process spent per commit (user and system, every
 // goroutine: committers, the system's own, the client's and server's for
 // the HTTP path), where the platform tells it. For a system whose server
-// runs in a process of its own (offsetd-kafka and the Kafka floor),
-// server-cpu-ns is that process's CPU time per commit and client-cpu-ns the
-// benchmark process's (the clients'), measured over the same interval, and
-// cpu-ns is their sum.
+// runs in a process of its own (offsetd-kafka and the Kafka floor) or in
+// several (offsetd serve, BenchmarkClusterCommit), server-cpu-ns is those
+// processes' CPU time per commit and client-cpu-ns the benchmark process's
+// (the clients'), measured over the same interval, and cpu-ns is their
+// sum. For a cluster of processes, rerouted is how many commits its nodes
+// refused as not theirs to lead in the timed run.
 //
 // The systems of one case run one after the other, before the next case: the
 // disk's speed drifts over minutes, and systems compared in the same minutes
