@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -411,19 +412,27 @@ func (p *serveProcess) failure(what string) error {
 	return fmt.Errorf("bench: offsetd serve on %s %s (%s); the end of its log, %s:\n%s", p.addr, what, status, p.log, logTail(p.log, 4<<10))
 }
 
-// logTail returns the last n bytes of the file at path, or why not.
+// logTail returns the whole lines in the last n bytes of the file at
+// path, or why not.
 func logTail(path string, n int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return err.Error()
 	}
 	defer f.Close()
+	cut := false
 	if fi, err := f.Stat(); err == nil && fi.Size() > n {
-		f.Seek(fi.Size()-n, io.SeekStart)
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return err.Error()
+		}
+		cut = true
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return err.Error()
+	}
+	if i := bytes.IndexByte(b, '\n'); cut && i >= 0 {
+		b = b[i+1:]
 	}
 	return string(b)
 }
