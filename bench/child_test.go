@@ -63,6 +63,7 @@ func startChild(name, dir string) (*serverChild, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), childServerEnv+"="+name, childDirEnv+"="+dir)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = childAttributes()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -24,11 +24,14 @@ import (
 // beside offsetd on one node, in the same run: a commit is acknowledged
 // once two of the three nodes have fsynced it and the leader applied it.
 // Commits go to the leader of their partition through its embedded API;
-// leaders are spread over the nodes. Rates and latencies as in
-// BenchmarkCommit.
+// leaders are spread over the nodes. Beside them, the same as an operator
+// runs it: offsetd-serve3, three offsetd serve processes of a cluster on
+// loopback, and offsetd-serve1, one offsetd serve process, both driven
+// through client/ over HTTP, their server CPU the processes' own. Rates
+// and latencies as in BenchmarkCommit.
 func BenchmarkClusterCommit(b *testing.B) {
 	for _, writers := range []int{1, 64} {
-		for _, sys := range []system{offsetdSystem, offsetdRaftSystem, floorRaftSystem} {
+		for _, sys := range []system{offsetdSystem, offsetdRaftSystem, offsetdServe1System, offsetdServe3System, floorRaftSystem} {
 			b.Run(fmt.Sprintf("sys=%s/writers=%d/parts=1", sys.name, writers), func(b *testing.B) {
 				benchCommit(b, sys, writers, 1)
 			})

@@ -30,10 +30,12 @@ var (
 // time the whole process spent per commit (user and system, every
 // goroutine: committers, the system's own, the client's and server's for
 // the HTTP path), where the platform tells it. For a system whose server
-// runs in a process of its own (offsetd-kafka and the Kafka floor),
-// server-cpu-ns is that process's CPU time per commit and client-cpu-ns the
-// benchmark process's (the clients'), measured over the same interval, and
-// cpu-ns is their sum.
+// runs in a process of its own (offsetd-kafka and the Kafka floor) or in
+// several (offsetd serve, BenchmarkClusterCommit), server-cpu-ns is those
+// processes' CPU time per commit and client-cpu-ns the benchmark process's
+// (the clients'), measured over the same interval, and cpu-ns is their
+// sum. For a cluster of processes, rerouted is how many commits its nodes
+// refused as not theirs to lead in the timed run.
 //
 // The systems of one case run one after the other, before the next case: the
 // disk's speed drifts over minutes, and systems compared in the same minutes
@@ -86,6 +88,13 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 			b.Fatal(err)
 		}
 	}
+	moves, rerouting := s.(rerouter)
+	var reroutedBefore int64
+	if rerouting {
+		if reroutedBefore, err = moves.rerouted(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	cpu := processCPU()
 	b.ResetTimer()
 	for w := range writers {
@@ -126,6 +135,13 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 	if counts {
 		counter.syncStats().report(b, before, b.Elapsed())
 	}
+	if rerouting {
+		after, err := moves.rerouted()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(after-reroutedBefore), "rerouted")
+	}
 	rate := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "commits/s")
 	b.ReportMetric(rate*float64(parts), "records/s")
@@ -141,6 +157,15 @@ func benchCommit(b *testing.B, sys system, writers, parts int) {
 type remoteServer interface {
 	// serverCPU returns the CPU time the server's process has used so far.
 	serverCPU() (time.Duration, error)
+}
+
+// rerouter is a cluster whose nodes refuse a commit for a partition
+// they do not lead; the client sends it again to the leader. The commit
+// benchmark reports how many were refused in the timed run ("rerouted"):
+// commits go to their leader, so none should be, unless a leader moved.
+type rerouter interface {
+	// rerouted returns how many commits the nodes refused so far.
+	rerouted() (int64, error)
 }
 
 // percentile returns the p-th quantile of sorted samples (nearest rank).

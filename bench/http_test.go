@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -112,12 +109,17 @@ func startHTTP(dir string, callers int, cacheBytes int64) (*httpStore, error) {
 }
 
 func (h *httpStore) Commit(ctx context.Context, group string, offsets []coordinator.OffsetCommit) error {
+	_, err := h.client.Commit(ctx, group, -1, clientCommits(offsets))
+	return err
+}
+
+// clientCommits returns offsets as client/ takes them.
+func clientCommits(offsets []coordinator.OffsetCommit) []client.OffsetCommit {
 	out := make([]client.OffsetCommit, len(offsets))
 	for i, o := range offsets {
 		out[i] = client.OffsetCommit{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}
 	}
-	_, err := h.client.Commit(ctx, group, -1, out)
-	return err
+	return out
 }
 
 func (h *httpStore) Fetch(group, topic string, partition int32) (coordinator.Offset, bool, error) {
@@ -186,32 +188,11 @@ func (h *httpStore) get(url, inm string, buf *bytes.Buffer) (int, string, error)
 // cacheLookups returns the response cache's hits and misses so far, from
 // the server's /metrics.
 func (h *httpStore) cacheLookups() (hits, misses float64, err error) {
-	var buf bytes.Buffer
-	status, _, err := h.get(h.base+"/metrics", "", &buf)
+	m, err := scrapeMetrics(h.hc, h.base+"/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
-	if status != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET /metrics: status %d", status)
-	}
-	sc := bufio.NewScanner(&buf)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "offsetd_response_cache_hits_total":
-			hits, err = strconv.ParseFloat(value, 64)
-		case "offsetd_response_cache_misses_total":
-			misses, err = strconv.ParseFloat(value, 64)
-		}
-		if err != nil {
-			return 0, 0, fmt.Errorf("GET /metrics: %s: %w", name, err)
-		}
-	}
-	return hits, misses, sc.Err()
+	return m["offsetd_response_cache_hits_total"], m["offsetd_response_cache_misses_total"], nil
 }
 
 // pollAnswers are the ways the server answers a poller re-reading a group

@@ -169,9 +169,7 @@ func (k *kafkaStore) serverCPU() (time.Duration, error) {
 // as it does for embedded offsetd. A failed read leaves them as they were.
 func (k *kafkaStore) syncStats() *syncStats {
 	if _, sc, err := k.child.stats(); err == nil {
-		k.journal.batches.Store(sc.batches)
-		k.journal.commits.Store(sc.commits)
-		k.journal.busy.Store(sc.busy)
+		k.journal.store(sc)
 	}
 	return &k.journal
 }

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -75,4 +78,45 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTicks is the unit of the CPU times in /proc/PID/stat: USER_HZ,
+// 100 on every architecture Linux exports to user space.
+const clockTicks = 100
+
+// childCPU returns the CPU time process pid has used so far, user and
+// system, every thread's, as /proc/PID/stat counts it (in clock ticks:
+// 10 ms steps). It reads a running child that cannot be asked itself, as
+// a server process of the benchmark's is (serverChild.stats).
+func childCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// childAttributes are the attributes a server process of the benchmark
+// starts with: it is killed when the benchmark's process dies, so that a
+// benchmark that panics or times out leaves no server running.
+func childAttributes() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -5,6 +5,7 @@ package bench
 import (
 	"os"
 	"runtime"
+	"syscall"
 	"time"
 )
 
@@ -22,3 +23,10 @@ func kernelRelease() string { return runtime.GOOS }
 
 // processCPU returns 0: the process's CPU time is read on Linux only.
 func processCPU() time.Duration { return 0 }
+
+// childCPU returns 0: a child's CPU time is read on Linux only.
+func childCPU(int) (time.Duration, error) { return 0, nil }
+
+// childAttributes are the default ones: a server process outlives a
+// benchmark process that dies without closing it.
+func childAttributes() *syscall.SysProcAttr { return nil }

@@ -39,6 +39,14 @@ func (s *syncStats) load() syncCounts {
 	return syncCounts{s.batches.Load(), s.commits.Load(), s.busy.Load()}
 }
 
+// store sets the counters to c: those of a log in another process, as
+// last read from it.
+func (s *syncStats) store(c syncCounts) {
+	s.batches.Store(c.batches)
+	s.commits.Store(c.commits)
+	s.busy.Store(c.busy)
+}
+
 // report reports what the log did between before and now, over elapsed:
 // commits/fsync, fsync-ns (one append with its fsync) and gap-ns (the log
 // idle between the end of one batch and the start of the next).

@@ -61,8 +61,8 @@ type clusterMember struct {
 
 // joinCluster opens the data directory as node cfg.nodeID of the cluster
 // cfg.peers, receiving Raft messages on cfg.raftListen, over TLS (both
-// ways) when tlsConfig is set.
-func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, token string, tlsConfig *tls.Config, logger *slog.Logger) (*clusterMember, error) {
+// ways) when tlsConfig is set. listening is the address -listen bound.
+func joinCluster(cfg serveConfig, dataDir string, listening net.Addr, copts coordinator.Options, token string, tlsConfig *tls.Config, logger *slog.Logger) (*clusterMember, error) {
 	var clientTLS *tls.Config
 	if tlsConfig != nil {
 		clientTLS = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -93,6 +93,10 @@ func joinCluster(cfg serveConfig, dataDir string, copts coordinator.Options, tok
 	advertise := cfg.advertise
 	if advertise == "" {
 		advertise = cfg.listen
+		if _, port, err := net.SplitHostPort(cfg.listen); err == nil && port == "0" {
+			// The others send clients to the port picked, not to port 0.
+			advertise = listening.String()
+		}
 	}
 	tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: cfg.nodeID, Peers: others, Advertise: advertise, Address: cfg.peers[cfg.nodeID],
 		Token: token, TLS: clientTLS, Logger: logger})

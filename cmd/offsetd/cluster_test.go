@@ -129,6 +129,42 @@ func TestServeClusterTLS(t *testing.T) {
 	}
 }
 
+// TestServeClusterListenPortZero runs a cluster whose nodes listen for
+// clients on port 0 without -advertise: each tells the others the port it
+// picked, so that a node that does not lead a group's partition names a
+// leader a client can reach, and a commit sent there is sent on to it.
+func TestServeClusterListenPortZero(t *testing.T) {
+	raft := freeAddrs(t, 3)
+	peers := peersOf(raft)
+	dir := t.TempDir()
+	nodes := map[uint64]served{}
+	for i := range 3 {
+		nodes[uint64(i+1)] = startServe(t, []string{"serve", "-data", filepath.Join(dir, fmt.Sprint(i+1)), "-listen", "127.0.0.1:0",
+			"-node-id", fmt.Sprint(i + 1), "-peers", strings.Join(peers, ","), "-raft-listen", raft[i]},
+			map[string]string{"OFFSETD_KAFKA_LISTEN": ""})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := retryingClient(t, nodes[1].url)
+	for g := 0; ; g++ {
+		group := fmt.Sprintf("g%d", g)
+		info, err := c.Coordinator(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Self {
+			continue // led by node 1: ask of another group
+		}
+		if want := strings.TrimPrefix(nodes[info.Leader].url, "http://"); info.Address != want {
+			t.Fatalf("node 1 sends clients of %s to node %d at %s; it serves at %s", group, info.Leader, info.Address, want)
+		}
+		if _, err := c.Commit(ctx, group, -1, []client.OffsetCommit{{Topic: "t", Offset: 7}}); err != nil {
+			t.Fatalf("commit of %s through node 1: %v", group, err)
+		}
+		break
+	}
+}
+
 // TestServeCluster runs three offsetd serve nodes of one cluster in this
 // process: a client sent to any node commits and reads through the
 // partition's leader, and once the leader's node stops, the others serve

@@ -111,7 +111,7 @@ func runServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout
 	var inCluster server.Cluster
 	var replicas server.ReplicaAdmin
 	if cfg.peers != nil {
-		if member, err = joinCluster(cfg, dataDir, copts, token, tlsConfig, logger); err != nil {
+		if member, err = joinCluster(cfg, dataDir, ln.Addr(), copts, token, tlsConfig, logger); err != nil {
 			return err
 		}
 		c, inCluster, replicas = member.node.Coordinator(), member.node, member.node

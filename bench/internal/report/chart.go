@@ -22,11 +22,11 @@ const (
 
 // palette gives each system a colour, in colourOrder; other systems take
 // the colours after them, then reuse the last one.
-var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#17becf", "#bcbd22", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#aec7e8", "#98df8a"}
+var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#17becf", "#bcbd22", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#aec7e8", "#98df8a", "#ffbb78", "#ff9896"}
 
 // colourOrder is the known systems in the order of their colours: a
 // system added later takes the next colour, so no other's changes.
-var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem, kafkaSystem, clusterSystem, kafkaFloorSystem, clusterFloorSystem}
+var colourOrder = []string{"offsetd", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory", httpSystem, kafkaSystem, clusterSystem, kafkaFloorSystem, clusterFloorSystem, serveClusterSystem, serveSystem}
 
 // WriteChart writes an SVG chart of commit throughput (median commits/s)
 // against concurrent committers, one panel per commit size and one line per

@@ -8,7 +8,7 @@ import (
 )
 
 // systemOrder is the order of the known systems' columns.
-var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "kafka-floor", "offsetd-raft3", "floor-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
+var systemOrder = []string{"offsetd", "offsetd-http", "offsetd-kafka", "kafka-floor", "offsetd-raft3", "offsetd-serve3", "offsetd-serve1", "floor-raft3", "pebble", "bbolt", "floor-group", "floor-prealloc", "floor-sync", "memory"}
 
 // httpSystem is offsetd behind its HTTP server, driven by its Go client on
 // loopback.
@@ -26,6 +26,15 @@ const kafkaFloorSystem = "kafka-floor"
 // (BenchmarkClusterCommit), run beside offsetd on one node.
 const clusterSystem = "offsetd-raft3"
 
+// serveClusterSystem is offsetd-raft3 as an operator runs it: three
+// offsetd serve processes of a cluster on loopback, driven through the Go
+// client (BenchmarkClusterCommit).
+const serveClusterSystem = "offsetd-serve3"
+
+// serveSystem is one offsetd serve process, driven as serveClusterSystem
+// is, in the same run: the cluster's processes against one.
+const serveSystem = "offsetd-serve1"
+
 // clusterFloorSystem is the replication floor under offsetd-raft3: every
 // commit appended and fdatasynced to three files of the same disk at once,
 // acknowledged once the first and one other have it.
@@ -41,7 +50,9 @@ const subject = "offsetd"
 // ratioColumns are the ratios the table shows: offsetd's median over
 // Pebble's, bbolt's and the floor's, and offsetd-http's, offsetd-kafka's
 // and offsetd-raft3's over offsetd's (what the HTTP and Kafka paths and a
-// 3-node cluster keep of the embedded figure). "floor" is the floor that
+// 3-node cluster keep of the embedded figure), and offsetd-serve3's over
+// offsetd-serve1's (what three server processes keep of one). "floor" is
+// the floor that
 // does what the row measures: the batch floor (append + fdatasync per batch
 // of everything waiting) for commits, the Go map for reads.
 var ratioColumns = []struct {
@@ -57,6 +68,7 @@ var ratioColumns = []struct {
 	{"offsetd-kafka ÷ offsetd", always(kafkaSystem), always(subject)},
 	{"offsetd-raft3 ÷ offsetd", always(clusterSystem), always(subject)},
 	{"offsetd-raft3 ÷ floor-raft3", always(clusterSystem), always(clusterFloorSystem)},
+	{"offsetd-serve3 ÷ offsetd-serve1", always(serveClusterSystem), always(serveSystem)},
 }
 
 // always returns a ratio column's system that is the same in every family.
@@ -97,6 +109,10 @@ var metrics = []metric{
 	{"ClusterCommit", "commits/s", "commits/s", true, formatRate},
 	{"ClusterCommit", "p50-ns", "p50 latency", false, formatNanos},
 	{"ClusterCommit", "p99-ns", "p99 latency", false, formatNanos},
+	{"ClusterCommit", "cpu-ns", "CPU per commit", false, formatNanos},
+	{"ClusterCommit", "server-cpu-ns", "server CPU per commit", false, formatNanos},
+	{"ClusterCommit", "client-cpu-ns", "client CPU per commit", false, formatNanos},
+	{"ClusterCommit", "commits/fsync", "commits per fsync", true, formatShare},
 	{"Fetch", "ns/op", "time/fetch", false, formatNanos},
 	{"Fetch", "allocs/op", "allocs/fetch", false, formatCount},
 	{"FetchGroup", "ns/op", "time/group", false, formatNanos},
