@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -127,6 +128,11 @@ func (s *streamBody) next() error {
 		s.pending = s.buf
 		return nil
 	}
+	// Let the goroutines that are ready to run first (the other groups,
+	// the persister) queue what they have: the frame then carries it too,
+	// one write for all, where each would have cost a write and a wakeup
+	// of the peer's reader. With nothing else to run, this returns at once.
+	runtime.Gosched()
 	// The frame's size goes first: leave room for the longest uvarint and
 	// move the messages down once their size is known.
 	head := len(s.buf)
