@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/offsetd/offsetd/cluster"
+	"github.com/offsetd/offsetd/cluster/clustertest"
 	"github.com/offsetd/offsetd/coordinator"
 	"github.com/offsetd/offsetd/partitioner"
 )
@@ -40,6 +41,12 @@ func BenchmarkClusterCommit(b *testing.B) {
 }
 
 // offsetdRaftSystem is offsetd on three nodes of a cluster in this process.
+//
+// Two switches in the environment make diagnostic builds of the row, to
+// tell what each part of the path costs, never for reported figures:
+// BENCH_CLUSTER_TRANSPORT=memory carries the Raft messages in process
+// (clustertest.Network) instead of over HTTP, BENCH_CLUSTER_NOSYNC=1 runs
+// the nodes' journals with UnsafeNoSync.
 var offsetdRaftSystem = system{
 	name:    "offsetd-raft3",
 	durable: true,
@@ -210,7 +217,8 @@ type clusterStore struct {
 	transports []*cluster.HTTPTransport
 	servers    []*http.Server
 	part       partitioner.Partitioner
-	journal    *journalStats // every node's journal
+	journal    *journalStats        // every node's journal
+	network    *clustertest.Network // in place of the transports, in a diagnostic build
 }
 
 func (s *clusterStore) syncStats() *syncStats { return &s.journal.syncStats }
@@ -229,6 +237,12 @@ func openCluster(dir string, size int) (*clusterStore, error) {
 	}
 	opts := offsetdOptions()
 	opts.Observer = s.journal
+	opts.UnsafeNoSync = os.Getenv("BENCH_CLUSTER_NOSYNC") == "1"
+	var memory *clustertest.Network
+	if os.Getenv("BENCH_CLUSTER_TRANSPORT") == "memory" {
+		memory = clustertest.NewNetwork(1)
+		s.network = memory
+	}
 	quiet := slog.New(slog.DiscardHandler)
 	for _, id := range peers {
 		others := map[uint64]string{}
@@ -237,13 +251,22 @@ func openCluster(dir string, size int) (*clusterStore, error) {
 				others[p] = l.Addr().String()
 			}
 		}
-		tr := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: id, Peers: others, Logger: quiet})
-		s.transports = append(s.transports, tr)
+		var tr cluster.Transport
+		if memory != nil {
+			tr = memory.Transport(id)
+		} else {
+			ht := cluster.NewHTTPTransport(cluster.HTTPOptions{ID: id, Peers: others, Logger: quiet})
+			s.transports = append(s.transports, ht)
+			tr = ht
+		}
 		n, err := cluster.Open(filepath.Join(dir, fmt.Sprint(id)), opts, cluster.Options{ID: id, Peers: peers, Transport: tr, Logger: quiet})
 		if err != nil {
 			return nil, errors.Join(err, s.Close())
 		}
 		s.nodes[id] = n
+		if memory != nil {
+			memory.Attach(id, n)
+		}
 		srv := &http.Server{Handler: cluster.Handler(n, "")}
 		s.servers = append(s.servers, srv)
 		go srv.Serve(listeners[id])
@@ -298,6 +321,9 @@ func (s *clusterStore) Close() error {
 	}
 	for _, tr := range s.transports {
 		tr.Close()
+	}
+	if s.network != nil {
+		s.network.Close()
 	}
 	for _, n := range s.nodes {
 		errs = append(errs, n.Close())

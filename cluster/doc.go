@@ -97,9 +97,10 @@
 // A node counts and logs what its groups do (Stats, and Options.Logger):
 // each new leader it learns of, each configuration change it applies, each
 // leader's snapshot sent and received, each peer its transport stops and
-// starts reaching (the HTTP transport probes a peer it has nothing to send
-// to), and its own membership: a joining node not yet added (it logs the
-// command that adds it), a learner, a voter, or a node removed from every
+// starts reaching (the HTTP transport probes each peer on the stream it
+// keeps open to it, or with an empty POST), and its own membership: a
+// joining node not yet added (it logs the command that adds it), a
+// learner, a voter, or a node removed from every
 // partition it held, which it learns by applying the change that removes
 // it. Ready says whether it is a voter; package server turns this into the
 // offsetd_raft_* metrics, /readyz and GET /v1/cluster/status.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,17 @@ import (
 // RaftPath is where a node's Raft transport receives messages: POST, body
 // as AppendMessages encodes it.
 const RaftPath = "/raft/v1/messages"
+
+// StreamPath is where a node's Raft transport receives a stream of
+// messages: one POST per sending peer that lasts as long as the
+// connection, its body a sequence of frames (uvarint size, then size bytes
+// of messages as AppendMessages encodes them; size 0 is a probe), its
+// answer a 200 followed by one frame per probe (uvarint count, then that
+// many uvarint partitions: those whose leader here does not have the
+// sender in its configuration, as headerNotMember says). A sender streams
+// only to a node whose answer to a POST to RaftPath says it takes streams
+// (headerStreams), so that a node of an earlier release still gets POSTs.
+const StreamPath = "/raft/v1/stream"
 
 // SnapshotPath is where a node's Raft transport receives a streamed
 // snapshot: POST, body the MsgSnap as AppendMessages encodes it, then the
@@ -44,6 +56,9 @@ const (
 	// does not have the sender in its configuration: a node removed while
 	// it was cut off learns it so.
 	headerNotMember = "X-Offsetd-Not-Member"
+	// headerStreams, in an answer to a POST to RaftPath, says that the
+	// node takes streams at StreamPath.
+	headerStreams = "X-Offsetd-Streams"
 )
 
 // HTTPOptions configures an HTTPTransport.
@@ -83,11 +98,19 @@ type HTTPOptions struct {
 	ProbeInterval time.Duration
 }
 
-// HTTPTransport carries Raft messages between processes over HTTP: one
-// goroutine per peer POSTs whatever queued for it since its last request.
-// A peer that is down or slow loses messages (its queue is bounded), which
-// Raft survives. A snapshot is a POST of its own to SnapshotPath, on the
-// goroutine that calls SendSnapshot, beside the peer's messages.
+// HTTPTransport carries Raft messages between processes over HTTP. Each
+// peer has a sender goroutine. To a peer that takes streams (see
+// StreamPath) it keeps one POST open whose body carries, frame after
+// frame, whatever queued for the peer since the last frame, written as it
+// comes: a message never waits for the answer to an earlier one, and the
+// peer's messages stay in the order they were sent, which raft's
+// pipelined appends want (appends that overtake each other are refused
+// and sent again). To other peers, and while no stream is open, it POSTs
+// whatever queued since its last request to RaftPath, one request at a
+// time. A peer that is down or slow loses messages (its queue is
+// bounded), which Raft survives. A snapshot is a POST of its own to
+// SnapshotPath, on the goroutine that calls SendSnapshot, beside the
+// peer's messages.
 type HTTPTransport struct {
 	opts      HTTPOptions
 	notMember atomic.Pointer[func(partitions []int)] // set by the Node: see headerNotMember
@@ -99,15 +122,22 @@ type HTTPTransport struct {
 
 // peer is what an HTTPTransport keeps of one peer.
 type peer struct {
-	addr          string      // host:port of its Raft listener
-	q             chan []byte // one encoded message each
+	addr          string       // host:port of its Raft listener
+	q             chan encoded // what each Send had for the peer
+	streams       atomic.Bool  // its last answer to a POST said it takes streams
 	sent, dropped atomic.Uint64
 	mu            sync.Mutex
-	lastOK        time.Time // guarded by mu: the last POST that succeeded, or when sending began
-	failing       bool      // guarded by mu: the last POST failed
+	lastOK        time.Time // guarded by mu: the last POST that succeeded or probe answered, or when sending began
+	failing       bool      // guarded by mu: the last POST or stream failed
 }
 
-// peerQueue bounds the messages waiting for one peer.
+// encoded is messages for one peer, as AppendMessages encodes them.
+type encoded struct {
+	b []byte
+	n int // how many
+}
+
+// peerQueue bounds the Send calls waiting for one peer.
 const peerQueue = 4096
 
 // maxPostBytes bounds the body of one POST a sender makes of what queued.
@@ -150,7 +180,7 @@ func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 		return
 	default:
 	}
-	p := &peer{addr: addr, q: make(chan []byte, peerQueue), lastOK: time.Now()}
+	p := &peer{addr: addr, q: make(chan encoded, peerQueue), lastOK: time.Now()}
 	t.peers[id] = p
 	t.wg.Add(1)
 	go func() {
@@ -159,24 +189,42 @@ func (t *HTTPTransport) AddPeer(id uint64, addr string) {
 	}()
 }
 
-// Send queues each message for its peer, encoded; a full queue drops it.
+// Send queues the messages for each peer, encoded together; a full queue
+// drops them.
 func (t *HTTPTransport) Send(msgs []Message) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	for _, m := range msgs {
-		p := t.peers[m.Raft.GetTo()]
+	var done []uint64 // the peers whose messages are queued
+	for i, m := range msgs {
+		to := m.Raft.GetTo()
+		if slices.Contains(done, to) {
+			continue
+		}
+		done = append(done, to)
+		p := t.peers[to]
 		if p == nil {
 			continue
 		}
-		b, err := AppendMessages(nil, []Message{m})
-		if err != nil {
-			t.opts.Logger.Error("cluster: dropping a message that does not encode", "partition", m.Partition, "err", err)
+		var e encoded
+		for _, m := range msgs[i:] {
+			if m.Raft.GetTo() != to {
+				continue
+			}
+			b, err := appendMessage(e.b, m)
+			if err != nil {
+				t.opts.Logger.Error("cluster: dropping a message that does not encode", "partition", m.Partition, "err", err)
+				continue
+			}
+			e.b = b
+			e.n++
+		}
+		if e.n == 0 {
 			continue
 		}
 		select {
-		case p.q <- b:
+		case p.q <- e:
 		default:
-			p.dropped.Add(1)
+			p.dropped.Add(uint64(e.n))
 		}
 	}
 }
@@ -195,8 +243,9 @@ func (t *HTTPTransport) Peer(id uint64) (PeerStats, bool) {
 	return PeerStats{ID: id, Reachable: reachable, Sent: p.sent.Load(), Dropped: p.dropped.Load()}, true
 }
 
-// sender POSTs what queues for one peer until Close, and an empty body
-// after every ProbeInterval without anything to send.
+// sender sends what queues for one peer until Close: on a stream while
+// the peer takes one, otherwise in POSTs, one at a time, with an empty
+// body after every ProbeInterval without anything to send.
 func (t *HTTPTransport) sender(id uint64, addr string, p *peer) {
 	url := t.url(addr, RaftPath)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -208,31 +257,56 @@ func (t *HTTPTransport) sender(id uint64, addr string, p *peer) {
 	probe := time.NewTimer(t.opts.ProbeInterval)
 	defer probe.Stop()
 	var body []byte
+	// A stream that fails before its first answer is tried again only
+	// after a wait that doubles each time, so that a peer that offers
+	// streams but cannot keep one (a proxy in the way, say) gets POSTs.
+	var streamAt time.Time
+	backoff := t.opts.ProbeInterval
 	for {
+		if p.streams.Load() && !time.Now().Before(streamAt) {
+			answered, err := t.stream(ctx, p)
+			if ctx.Err() != nil {
+				return
+			}
+			if answered {
+				backoff = t.opts.ProbeInterval
+			} else {
+				backoff = min(2*backoff, maxStreamBackoff)
+			}
+			streamAt = time.Now().Add(backoff)
+			// Back to POSTs, until an answer says the peer takes streams
+			// again (it may have restarted as an earlier release).
+			p.streams.Store(false)
+			p.mu.Lock()
+			p.failing = true
+			p.mu.Unlock()
+			t.opts.Logger.Debug("cluster: stream to a peer ended", "peer", id, "err", err)
+		}
 		n := 0
 		select {
 		case <-t.stop:
 			return
-		case b := <-p.q:
-			body = append(body[:0], b...)
-			n++
+		case e := <-p.q:
+			body = append(body[:0], e.b...)
+			n += e.n
 		case <-probe.C:
 			body = body[:0]
 		}
 	gather:
 		for len(body) < maxPostBytes {
 			select {
-			case b := <-p.q:
-				body = append(body, b...)
-				n++
+			case e := <-p.q:
+				body = append(body, e.b...)
+				n += e.n
 			default:
 				break gather
 			}
 		}
-		err := t.post(ctx, url, body)
+		streams, err := t.post(ctx, url, body)
 		if ctx.Err() != nil {
 			return
 		}
+		p.streams.Store(streams)
 		p.mu.Lock()
 		p.failing = err != nil
 		if err == nil {
@@ -257,18 +331,19 @@ func (t *HTTPTransport) url(addr, path string) string {
 	return "http://" + addr + path
 }
 
-func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) error {
+// post POSTs body to url, and returns whether the answer says the peer
+// takes streams.
+func (t *HTTPTransport) post(ctx context.Context, url string, body []byte) (streams bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return false, err
 	}
-	return t.do(t.opts.Client, req)
+	h, err := t.do(t.opts.Client, req)
+	return err == nil && h.Get(headerStreams) != "", err
 }
 
-// do sends req, a POST of the transport, with the headers every one
-// carries, and reads the answer.
-func (t *HTTPTransport) do(client *http.Client, req *http.Request) error {
-	url := req.URL.String()
+// setHeaders sets the headers every POST of the transport carries.
+func (t *HTTPTransport) setHeaders(req *http.Request) {
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set(headerFrom, strconv.FormatUint(t.opts.ID, 10))
 	if t.opts.Advertise != "" {
@@ -280,9 +355,16 @@ func (t *HTTPTransport) do(client *http.Client, req *http.Request) error {
 	if t.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.opts.Token)
 	}
+}
+
+// do sends req, a POST of the transport, with the headers every one
+// carries, reads the answer, and returns its header.
+func (t *HTTPTransport) do(client *http.Client, req *http.Request) (http.Header, error) {
+	url := req.URL.String()
+	t.setHeaders(req)
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	why, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	io.Copy(io.Discard, resp.Body)
@@ -294,11 +376,11 @@ func (t *HTTPTransport) do(client *http.Client, req *http.Request) error {
 	}
 	if resp.StatusCode != http.StatusNoContent {
 		if why = bytes.TrimSpace(why); len(why) > 0 {
-			return fmt.Errorf("POST %s: %s: %s", url, resp.Status, why)
+			return nil, fmt.Errorf("POST %s: %s: %s", url, resp.Status, why)
 		}
-		return fmt.Errorf("POST %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("POST %s: %s", url, resp.Status)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // SendSnapshot POSTs m and then file (size bytes), streamed, to
@@ -349,7 +431,7 @@ func (t *HTTPTransport) SendSnapshot(ctx context.Context, m Message, file io.Rea
 	req.Header.Set(headerSnapshotSize, strconv.FormatInt(size, 10))
 	client := *t.opts.Client
 	client.Timeout = 0 // the stall above bounds it
-	if err := t.do(&client, req); err != nil {
+	if _, err := t.do(&client, req); err != nil {
 		p.dropped.Add(1)
 		return err
 	}
@@ -421,8 +503,12 @@ func Handler(n *Node, token string) http.Handler {
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path == SnapshotPath {
+		switch r.URL.Path {
+		case SnapshotPath:
 			receiveSnapshot(n, w, r)
+			return
+		case StreamPath:
+			receiveStream(n, w, r)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPostBytes+maxMessageBytes))
@@ -437,6 +523,7 @@ func Handler(n *Node, token string) http.Handler {
 		}
 		learnSender(n, w, r, msgs)
 		n.Receive(msgs)
+		w.Header().Set(headerStreams, "1")
 		w.WriteHeader(http.StatusNoContent)
 	})
 }
@@ -445,8 +532,8 @@ func Handler(n *Node, token string) http.Handler {
 // address, and tells it, in w, the partitions this node leads that it is
 // no member of.
 func learnSender(n *Node, w http.ResponseWriter, r *http.Request, msgs []Message) {
-	from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
-	if err != nil || from == 0 {
+	from := sender(r)
+	if from == 0 {
 		return
 	}
 	if addr := r.Header.Get(headerAdvertise); addr != "" {
@@ -462,6 +549,15 @@ func learnSender(n *Node, w http.ResponseWriter, r *http.Request, msgs []Message
 		}
 		w.Header().Set(headerNotMember, strings.Join(s, ","))
 	}
+}
+
+// sender returns the id of the node that sent r, 0 if it does not say.
+func sender(r *http.Request) uint64 {
+	from, err := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return from
 }
 
 // receiveSnapshot takes a POST to SnapshotPath: the MsgSnap, then the

@@ -2,7 +2,9 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,12 +23,22 @@ type httpMember struct {
 	server    *http.Server
 	closed    *atomic.Bool // set, the node's Raft listener answers 503 to everything
 	log       *testLog
+	// What reached its Raft listener: POSTs of messages, and streams.
+	posts, streams *atomic.Int64
 }
 
 // startHTTPCluster starts size nodes that talk over HTTP on loopback;
 // knows says whether a node is given another's address at start. It
 // returns the running nodes and a function that stops one.
 func startHTTPCluster(t *testing.T, size uint64, knows func(id, other uint64) bool) (map[uint64]*httpMember, map[uint64]string, func(id uint64)) {
+	t.Helper()
+	return startHTTPClusterOf(t, size, knows, func(uint64) bool { return false })
+}
+
+// startHTTPClusterOf is startHTTPCluster where the nodes that earlier says
+// answer as a release before streams did: they take no stream, and their
+// answers to POSTs do not offer one.
+func startHTTPClusterOf(t *testing.T, size uint64, knows func(id, other uint64) bool, earlier func(id uint64) bool) (map[uint64]*httpMember, map[uint64]string, func(id uint64)) {
 	t.Helper()
 	dir := t.TempDir()
 	listeners := map[uint64]net.Listener{}
@@ -73,18 +85,114 @@ func startHTTPCluster(t *testing.T, size uint64, knows func(id, other uint64) bo
 			t.Fatal(err)
 		}
 		closed := new(atomic.Bool)
+		posts, streams := new(atomic.Int64), new(atomic.Int64)
+		old := earlier(id)
 		h := cluster.Handler(n, "secret")
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if closed.Load() {
 				http.Error(w, "closed by the test", http.StatusServiceUnavailable)
 				return
 			}
+			switch r.URL.Path {
+			case cluster.RaftPath:
+				posts.Add(1)
+			case cluster.StreamPath:
+				streams.Add(1)
+				if old {
+					http.NotFound(w, r)
+					return
+				}
+			}
+			if old {
+				w = noStreams{w}
+			}
+			r.Body = cutBody{r.Body, closed} // a stream open already hears nothing more either
 			h.ServeHTTP(w, r)
 		})}
 		go srv.Serve(listeners[id])
-		members[id] = &httpMember{node: n, transport: tr, server: srv, closed: closed, log: log}
+		members[id] = &httpMember{node: n, transport: tr, server: srv, closed: closed, log: log, posts: posts, streams: streams}
 	}
 	return members, addrs, stop
+}
+
+// cutBody fails every read of a request body once closed is set.
+type cutBody struct {
+	io.ReadCloser
+	closed *atomic.Bool
+}
+
+func (b cutBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.closed.Load() {
+		return 0, errors.New("closed by the test")
+	}
+	return n, err
+}
+
+// noStreams answers as a release before streams did: without offering one.
+type noStreams struct{ http.ResponseWriter }
+
+func (w noStreams) WriteHeader(code int) {
+	w.Header().Del("X-Offsetd-Streams")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// TestHTTPStreams: nodes that take streams get their messages on one
+// stream from each other node, not in POSTs, while a node of an earlier
+// release (node 3) still gets POSTs, and every commit reaches all three.
+func TestHTTPStreams(t *testing.T) {
+	members, _, _ := startHTTPClusterOf(t, 3, func(_, _ uint64) bool { return true }, func(id uint64) bool { return id == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	offset := int64(0)
+	commits := func(n int) {
+		t.Helper()
+		for range n {
+			offset++
+			for {
+				leader, err := members[1].node.AwaitLeader(ctx, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = members[leader].node.Coordinator().Commit(ctx, "g", []coordinator.OffsetCommit{{Topic: "t", Offset: offset}})
+				if err == nil {
+					break
+				}
+				t.Logf("commit %d on node %d: %v; retrying", offset, leader, err)
+			}
+		}
+	}
+	// The senders start with POSTs, and stream once a peer's answer
+	// offers it: wait for a round of commits that nodes 1 and 2 get on
+	// streams alone.
+	for {
+		before := members[1].posts.Load() + members[2].posts.Load()
+		commits(20)
+		if members[1].posts.Load()+members[2].posts.Load() == before {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("nodes 1 and 2 still get POSTs: %v", ctx.Err())
+		}
+	}
+	before := members[3].posts.Load()
+	commits(20)
+	for id, m := range members {
+		if err := awaitApplied(ctx, m.node, "g", offset); err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+	}
+	for _, id := range []uint64{1, 2} {
+		if n := members[id].streams.Load(); n < 2 {
+			t.Errorf("node %d took %d streams, want one from each other node", id, n)
+		}
+	}
+	if n := members[3].streams.Load(); n != 0 {
+		t.Errorf("node 3, of an earlier release, was offered %d streams", n)
+	}
+	if after := members[3].posts.Load(); after == before {
+		t.Errorf("node 3, of an earlier release, got no POST during 20 commits")
+	}
 }
 
 // TestHTTPTransport runs three nodes that talk over real HTTP on

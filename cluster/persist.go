@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"runtime"
 	"sync"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -65,6 +66,10 @@ func (p *persister) run(stop <-chan struct{}) {
 			return
 		case <-p.wake:
 		}
+		// The groups that are ready to run (woken by the same frame of
+		// messages, say) queue their writes first: one sync then covers
+		// them all, where each would have waited for the one before.
+		runtime.Gosched()
 		p.mu.Lock()
 		batch, p.queue = p.queue, batch[:0]
 		p.mu.Unlock()

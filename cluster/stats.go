@@ -61,8 +61,9 @@ type PeerStats struct {
 	// Reachable is true while messages to the peer arrive: the transport
 	// delivered to it recently and its last attempt did not fail.
 	Reachable bool
-	// Sent and Dropped count Raft messages delivered to the peer, and lost
-	// on the way (a full queue, a failed delivery).
+	// Sent and Dropped count Raft messages delivered to the peer (over
+	// HTTP: written to its stream, or POSTed and answered), and lost on
+	// the way (a full queue, a failed delivery).
 	Sent, Dropped uint64
 }
 

@@ -53,15 +53,25 @@ const maxMessageBytes = 64 << 20
 //	| uvarint partition | uvarint len | raftpb.Message (protobuf) | ...
 func AppendMessages(dst []byte, msgs []Message) ([]byte, error) {
 	for _, m := range msgs {
-		b, err := proto.Marshal(m.Raft)
-		if err != nil {
-			return dst, fmt.Errorf("cluster: partition %d: marshal message: %w", m.Partition, err)
+		var err error
+		if dst, err = appendMessage(dst, m); err != nil {
+			return dst, err
 		}
-		dst = binary.AppendUvarint(dst, uint64(m.Partition))
-		dst = binary.AppendUvarint(dst, uint64(len(b)))
-		dst = append(dst, b...)
 	}
 	return dst, nil
+}
+
+// appendMessage appends the encoding of m to dst, marshalled in place.
+func appendMessage(dst []byte, m Message) ([]byte, error) {
+	size := proto.Size(m.Raft)
+	dst = binary.AppendUvarint(dst, uint64(m.Partition))
+	dst = binary.AppendUvarint(dst, uint64(size))
+	start := len(dst)
+	out, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(dst, m.Raft)
+	if err != nil || len(out)-start != size {
+		return dst[:start], fmt.Errorf("cluster: partition %d: marshal message: size %d, not %d: %v", m.Partition, len(out)-start, size, err)
+	}
+	return out, nil
 }
 
 // DecodeMessages decodes what AppendMessages encoded.
