@@ -307,7 +307,7 @@ func (n *Node) start() ([]coordinator.Replica, error) {
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
 			return nil, err
 		}
-		g.storage.snaps, g.storage.partition = n.data.PartitionSnapshots(i), i
+		g.storage.snaps, g.storage.partition = n.data.Snapshots(i), i
 		if err := g.start(n.coord.AppliedIndex(i)); err != nil {
 			return nil, err
 		}

@@ -103,8 +103,8 @@ func newCoordinator(d *DataDir) *Coordinator {
 		loaded:   make(chan struct{}),
 		d:        d,
 	}
-	for i, snaps := range d.snapshots {
-		p := newPartition(i, opts, c.switched, snaps)
+	for i := range d.snapshots {
+		p := newPartition(i, opts, c.switched)
 		p.useTxnFormat = d.useTxnFormat
 		c.parts = append(c.parts, p)
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -46,7 +47,11 @@ type snapLoad struct {
 // usable snapshot the journal must still start at its first record;
 // otherwise loading fails, naming every snapshot file it judged, rather
 // than serve a silently shorter state.
-func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64, clean bool) (snapLoad, error) {
+//
+// It is the host's part of loading, on the partition's snapshot files
+// snaps: listing, judging and falling back; the partition only restores
+// the content the host hands it (partition.restoreSnapshot).
+func loadSnapshot(snaps *log.Snapshots, p *partition, first, last uint64, clean bool) (snapLoad, error) {
 	var sl snapLoad
 	list, err := snaps.List()
 	if err != nil {
@@ -83,12 +88,8 @@ func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64, clean
 			}
 			break
 		}
-		var err error
-		p.offsets.Update(func(w cache.OffsetsWriter) {
-			err = snaps.Read(index, func(typ byte, payload []byte) error {
-				return p.apply(w, index, typ, payload)
-			})
-			w.SetApplied(index)
+		err := snaps.Restore(index, func(content io.Reader) error {
+			return p.restoreSnapshot(index, content)
 		})
 		if errors.Is(err, log.ErrSnapshotOwner) {
 			p.resetTables()
@@ -292,7 +293,7 @@ func (c *Coordinator) loadAll() {
 					}
 					clean = false // Raft's indexes, not the journal's
 				}
-				c.loads[p.id], p.loadErr = p.loadSnapshot(c.d.snapshots[p.id], first, last, clean)
+				c.loads[p.id], p.loadErr = loadSnapshot(c.d.snapshots[p.id], p, first, last, clean)
 			}()
 		}
 		wg.Wait()
@@ -363,7 +364,7 @@ func (c *Coordinator) loadAll() {
 		c.committer = log.NewCommitter(c.d.journal, onBatch)
 		for _, p := range c.parts {
 			p.journal = c.committer
-			p.w = newLocalWriter(p, c.stop)
+			p.w = newLocalWriter(p, c.stop, c.d.snapshots[p.id])
 		}
 		c.startWriters()
 	}()

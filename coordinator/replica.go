@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // A cluster node (package cluster) owns its data directory: it opens it
@@ -19,8 +20,8 @@ import (
 // A replicated partition takes snapshots as a single one does, at indexes
 // of its group's log, and then lets its group compact the log (see
 // Replica.Compact); a replica that lags behind a leader's compacted log
-// receives the leader's snapshot file (PartitionSnapshots.Receive) and
-// applies it whole.
+// receives the leader's snapshot, which its node keeps, and applies it
+// whole (Replica.ReadSnapshot).
 
 // OpenReplicated loads the partitions of the data directory d, which its
 // caller opened (OpenDataDir) and keeps owning, as state machines of a
@@ -102,19 +103,31 @@ type Replica interface {
 	// Compact is called before the partition writes a snapshot: it
 	// returns once every entry the partition applied is durable, and the
 	// group no longer needs its log up to index, which a durable snapshot
-	// of the partition holds; the journal's owner may then drop what no
-	// group needs. An index at or below the last compaction drops nothing
-	// but has the group rewrite what it needs at the journal's end (a quiet
-	// partition that holds the journal's front lets it go).
+	// of the partition holds, nor the partition's snapshots older than
+	// it, which it drops; the journal's owner may then drop what no group
+	// needs. An index at or below the last compaction drops no more of
+	// the log but has the group rewrite what it needs at the journal's end
+	// (a quiet partition that holds the journal's front lets it go).
 	Compact(ctx context.Context, index uint64) error
+	// WriteSnapshot keeps the partition's snapshot as of index, whose
+	// content writes to the writer it is given, and returns its size in
+	// bytes: once it returns nil the snapshot is durable, and the one the
+	// group sends a replica that lags behind its compacted log; if content
+	// or the storage fails, nothing of it is kept. It runs beside the
+	// partition's writer, never on a goroutine of the group.
+	WriteSnapshot(index uint64, content func(io.Writer) error) (int64, error)
+	// ReadSnapshot hands read the content of the partition's snapshot as
+	// of index, a leader's that Committed announced (Snapshot set), once
+	// its header is checked: the content's own damage is found as read
+	// decodes it.
+	ReadSnapshot(index uint64, read func(content io.Reader) error) error
 }
 
 // Committed is one committed entry of a replicated log. Data is nil for
 // the entries the replication writes for itself (a new leader's empty
 // entry, a configuration change): they take an index and change nothing.
 // Snapshot marks a leader's snapshot received in place of the entries up
-// to Index: the partition's snapshot file Index, which replaces the
-// tables.
+// to Index, which replaces the tables (Replica.ReadSnapshot reads it).
 type Committed struct {
 	Index, Term uint64
 	Data        []byte

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -462,10 +463,11 @@ func TestSnapshotStoppedByCloseSaysClosed(t *testing.T) {
 	stop := make(chan struct{})
 	close(stop)
 	p := c.parts[0]
-	if _, err := p.writeSnapshot(c.d.journal.LastIndex(), p.txns.copyAll(), stop); !errors.Is(err, ErrClosed) {
+	_, err := c.d.snapshots[0].Write(c.d.journal.LastIndex(), func(w io.Writer) error { return p.writeSnapshot(w, p.txns.copyAll(), stop) })
+	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("a stopped snapshot says %v, want ErrClosed", err)
 	}
-	if list, err := p.snaps.List(); err != nil || len(list) != 0 {
+	if list, err := c.d.snapshots[0].List(); err != nil || len(list) != 0 {
 		t.Fatalf("a stopped snapshot left snapshots %v (%v)", list, err)
 	}
 }
