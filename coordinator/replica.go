@@ -23,21 +23,29 @@ import (
 // receives the leader's snapshot, which its node keeps, and applies it
 // whole (Replica.ReadSnapshot).
 
+// LoadFunc loads a replicated partition's snapshot, as the owner of the
+// data directory decides: it has restore restore the content of the
+// snapshot it picks (restore fails on damage, and may be called again
+// with an older one), and returns what it found. A cluster node's picks
+// its newest snapshot that its group's log allows
+// (DataDir.LoadSnapshot, with the log's first index and the last known
+// committed); an error fails the partition's load with it.
+type LoadFunc func(partition int, restore func(index uint64, content io.Reader) error) (SnapshotLoad, error)
+
 // OpenReplicated loads the partitions of the data directory d, which its
 // caller opened (OpenDataDir) and keeps owning, as state machines of a
-// replication: bounds returns, once the caller has replayed the journal
-// (DataDir.Replay), what it holds of a partition's replicated log: the
-// first index of its entries (every index before is in a snapshot), and
-// the last index known committed, between which the partition loads its
-// newest snapshot; an error fails the partition's load with it. It writes
-// nothing: if a partition fails, the load's error is returned, and the
-// caller closes d unchanged; if all load, the caller carries d's plan out
-// (DataDir.CarryOut) before it writes the journal. The partitions serve
-// once Start hands them their replicas. Closing the coordinator leaves d
-// open.
-func OpenReplicated(d *DataDir, bounds func(partition int) (first, committed uint64, err error)) (*Coordinator, error) {
+// replication: once the caller has replayed the journal (DataDir.Replay),
+// load loads each partition's snapshot. It writes nothing: if a partition
+// fails, the load's error is returned, and the caller closes d unchanged;
+// if all load, the caller carries d's plan out (DataDir.CarryOut) before
+// it writes the journal. The partitions serve once Start hands them their
+// replicas. Closing the coordinator leaves d open.
+func OpenReplicated(d *DataDir, load LoadFunc) (*Coordinator, error) {
+	if load == nil {
+		return nil, fmt.Errorf("%w: OpenReplicated without load", ErrInvalid)
+	}
 	c := newCoordinator(d)
-	c.bounds = bounds
+	c.load = load
 	c.loadAll()
 	if err := c.loadErrors(); err != nil {
 		c.closeAll()
@@ -57,7 +65,7 @@ func (c *Coordinator) AppliedIndex(partition int) uint64 { return c.parts[partit
 // they build requests against their tables, propose them to their
 // replicas, and apply what the replicas commit.
 func (c *Coordinator) Start(replicas []Replica) error {
-	if c.bounds == nil {
+	if c.load == nil {
 		return fmt.Errorf("%w: Start is for a coordinator that OpenReplicated opened", ErrInvalid)
 	}
 	if len(replicas) != len(c.parts) {
@@ -198,7 +206,7 @@ func (c *Coordinator) TopicLeader(topic string) (leader uint64, self bool) {
 }
 
 func (c *Coordinator) leader(p *partition) (leader uint64, self bool) {
-	if c.bounds == nil {
+	if c.load == nil {
 		return 0, true
 	}
 	if p.state.Load() == stateLoading || p.w == nil { // loading, or failed to

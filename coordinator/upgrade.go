@@ -108,9 +108,11 @@ func loadFormat1(dir string, i int, opts Options, m meta) (*partition, uint64, e
 	if err != nil {
 		return nil, 0, err
 	}
-	if _, err := loadSnapshot(old, p, l.FirstIndex(), l.LastIndex(), l.Report().Clean); err != nil {
+	sl, err := loadSnapshot(old, i, opts.Logger, l.FirstIndex(), l.LastIndex(), l.Report().Clean, p.restoreLoaded)
+	if err != nil {
 		return nil, 0, err
 	}
+	p.loaded(sl)
 	p.offsets.Update(func(w cache.OffsetsWriter) {
 		err = l.Replay(p.lastSnapshot+1, func(index uint64, e log.Entry) error {
 			if err := p.apply(w, index, e.Type, e.Payload); err != nil {

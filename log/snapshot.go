@@ -19,7 +19,7 @@ import (
 // journal, so that a restart replays only the journal after it. Each
 // partition has a directory of them, named snap.%020d of the index they
 // cover; log/doc.go draws the format. The header of version 2 names the
-// snapshot's owner (SnapshotOwner), which Read checks; version 1 named
+// snapshot's owner (SnapshotOwner), which Restore checks; version 1 named
 // none, and is still read.
 //
 // A snapshot is written to a temporary file, snap.%020d.N.tmp, fsynced,
@@ -66,7 +66,7 @@ type Snapshots struct {
 }
 
 // SnapshotOwner says whose state a snapshot holds. Create writes it in the
-// file's header and Read refuses a file whose header names another owner
+// file's header and Restore refuses a file whose header names another owner
 // (errors.Is ErrSnapshotOwner and ErrCorrupt): a snapshot copied into
 // another partition's directory, or from another data directory, is never
 // loaded as that partition's state.
@@ -95,7 +95,7 @@ func OpenSnapshots(dir string, partition int) (*Snapshots, error) {
 
 // NewSnapshots returns the snapshots of owner's partition in dir, without
 // creating dir: until the first Create, which makes it, a missing dir
-// holds none. Create names owner in every header, and Read refuses a
+// holds none. Create names owner in every header, and Restore refuses a
 // snapshot whose header names another.
 func NewSnapshots(dir string, owner SnapshotOwner) (*Snapshots, error) {
 	if len(owner.Hash) > 255 || len(owner.Dir) > 255 || owner.Partition < 0 || owner.Partitions <= owner.Partition {
@@ -353,7 +353,7 @@ func placeDamage(err error, partition int, name string, index uint64, n int64) e
 
 // CheckOwner reads the header of the snapshot covering index and returns
 // an error if it is damaged or names another owner (errors.Is
-// ErrSnapshotOwner), as Read would before the first record.
+// ErrSnapshotOwner), as Restore would before the content.
 func (l *Snapshots) CheckOwner(index uint64) error {
 	name := snapshotName(index)
 	f, err := os.Open(filepath.Join(l.dir, name))
@@ -378,9 +378,10 @@ func (l *Snapshots) checkOwner(name string, index uint64, owner *SnapshotOwner) 
 		Err: fmt.Errorf("%w (%w): its header names %v, this is %v", errSnapOwner, ErrSnapshotOwner, *owner, *l.owner)}
 }
 
-// ReadSnapshotFile reads a snapshot file as ReadSnapshot does, for tools
-// that inspect a data directory, and returns the index it covers and its
-// record count. It checks no owner.
+// ReadSnapshotFile reads a whole snapshot file, header and content, each
+// record checked as Restore checks it, for tools that inspect a data
+// directory, and returns the index it covers and its record count. It
+// checks no owner.
 func ReadSnapshotFile(path string, fn func(typ byte, payload []byte) error) (index uint64, records int, err error) {
 	index, _, records, err = ReadSnapshotFileOwner(path, fn)
 	return index, records, err
@@ -391,7 +392,7 @@ func ReadSnapshotFile(path string, fn func(typ byte, payload []byte) error) (ind
 // none).
 func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error) (index uint64, owner *SnapshotOwner, records int, err error) {
 	var n int
-	index, owner, err = readSnapshot(path, -1, nil, func(typ byte, payload []byte) error {
+	index, owner, err = readSnapshot(path, func(typ byte, payload []byte) error {
 		n++
 		if fn != nil {
 			return fn(typ, payload)
@@ -403,18 +404,19 @@ func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error)
 
 // readSnapshot reads the snapshot file at path, calling fn for each
 // record, and returns the index it covers and the owner its header names.
-// If check is not nil, it judges the owner before fn is called.
-func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
+func readSnapshot(path string, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer f.Close()
-	return readSnapshotFrom(bufio.NewReaderSize(f, snapChunk), filepath.Base(path), partition, check, fn)
+	return readSnapshotFrom(bufio.NewReaderSize(f, snapChunk), filepath.Base(path), -1, nil, fn)
 }
 
 // readSnapshotFrom reads a whole snapshot, header and content, from r, as
-// readSnapshot reads the file name.
+// readSnapshot reads the file name; the damage it finds names partition.
+// If check is not nil, it judges the owner the header names before fn is
+// called.
 func readSnapshotFrom(r *bufio.Reader, name string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
 	index, owner, n, err := readSnapHeader(r)
 	if err != nil {
