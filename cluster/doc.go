@@ -25,14 +25,20 @@
 // (coordinator.OpenDataDir: the lock, the meta file, the journal's plan,
 // nothing written yet), replays the journal into its groups, and has the
 // coordinator load its partitions as the groups' state machines
-// (coordinator.OpenReplicated, with each group's bounds); only if every
-// partition loads does it carry the directory's plan out
-// (DataDir.CarryOut). From then on the
-// node alone writes the journal, through its own log.Committer, and
-// decides what of it is dropped; the coordinator applies what the groups
-// commit, writes its snapshots and loads the ones received, and never
-// opens or truncates the journal. Close closes the coordinator first, the
-// journal and the directory last.
+// (coordinator.OpenReplicated): for each partition the node picks the
+// newest snapshot file its group's log allows, falling back past a
+// damaged one (Node.load), and the partition restores the content it is
+// handed. Only if every partition loads does the node carry the
+// directory's plan out (DataDir.CarryOut). From then on the node alone
+// writes the journal, through its own log.Committer, and decides what of
+// it is dropped; it also keeps the snapshot files (log.Snapshots, given
+// out by DataDir.Snapshots): the partition writes a snapshot's content to
+// the io.Writer its replica gives it (Replica.WriteSnapshot) and restores
+// a received one from the io.Reader it gives (Replica.ReadSnapshot); the
+// node names, writes, syncs, renames, lists, prunes, sends and receives
+// the files. The coordinator applies what the groups commit and never
+// opens, writes or truncates the journal or a snapshot file. Close closes
+// the coordinator first, the journal and the directory last.
 //
 // Each group's entries and HardState are records of the node's one commit
 // journal (package log), tagged with the partition: the persister appends
@@ -45,13 +51,14 @@
 //	33 raft hard state: a raftpb.HardState (protobuf)
 //	34 raft snapshot:   kind (1 compacted, 2 received) | raftpb.SnapshotMetadata
 //
-// A group's snapshots are its partition's snapshot files, which the
-// coordinator writes as on a single node, at indexes of the group's log.
-// Before the coordinator writes a newer one, the group's log is compacted
-// up to the newest one it has (kept to fall back to): a snapshot record and
-// the hard state are written again at the journal's end, and the node drops
-// the journal's segments below the lowest record any group still needs (its
-// snapshot record, or its first entry after it; see keep.go). A follower
+// A group's snapshots are its partition's snapshot files, whose content
+// the partition writes when it decides, as on a single node, at indexes of
+// the group's log. Before it writes a newer one, the group's log is
+// compacted up to the newest one it has (kept to fall back to): a snapshot
+// record and the hard state are written again at the journal's end, the
+// node drops the journal's segments below the lowest record any group
+// still needs (its snapshot record, or its first entry after it; see
+// keep.go), and the snapshot files older than that one. A follower
 // that needs entries a leader compacted gets the leader's snapshot file
 // instead, streamed beside raft's messages (its MsgSnap only refers to the
 // file: see snapstream.go), makes it its own, and its coordinator replaces

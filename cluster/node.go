@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -199,7 +200,7 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	c, err := coordinator.OpenReplicated(d, n.bounds)
+	c, err := coordinator.OpenReplicated(d, n.load)
 	if err != nil {
 		n.Close()
 		return nil, err
@@ -235,9 +236,9 @@ func Open(dir string, copts coordinator.Options, opts Options) (*Node, error) {
 // 0 takes the directory's own.
 func Check(dir string, copts coordinator.Options) (coordinator.CheckReport, error) {
 	n := &Node{stop: make(chan struct{})}
-	return coordinator.CheckReplicated(dir, copts, func(d *coordinator.DataDir) (func(int) (uint64, uint64, error), error) {
+	return coordinator.CheckReplicated(dir, copts, func(d *coordinator.DataDir) (coordinator.LoadFunc, error) {
 		n.data = d
-		return n.bounds, d.Replay(1, n.replay)
+		return n.load, d.Replay(1, n.replay)
 	})
 }
 
@@ -270,6 +271,20 @@ func (n *Node) group(partition int) *group {
 		n.groups = append(n.groups, newGroup(n, len(n.groups)))
 	}
 	return n.groups[partition]
+}
+
+// load has restore restore partition's newest snapshot file that its
+// group's log, as replayed, allows, falling back to an older one when one
+// is damaged (coordinator.DataDir.LoadSnapshot): the log's first index
+// and the last index known committed bound it. The coordinator's loaders
+// call it, partitions in parallel, once the journal is replayed; it
+// writes nothing.
+func (n *Node) load(partition int, restore func(index uint64, content io.Reader) error) (coordinator.SnapshotLoad, error) {
+	first, committed, err := n.bounds(partition)
+	if err != nil {
+		return coordinator.SnapshotLoad{}, err
+	}
+	return n.data.LoadSnapshot(partition, first, committed, false, restore)
 }
 
 // bounds returns what the journal holds of partition's log once
@@ -307,7 +322,7 @@ func (n *Node) start() ([]coordinator.Replica, error) {
 		if err := g.replayed.build(g.storage.MemoryStorage, i); err != nil {
 			return nil, err
 		}
-		g.storage.snaps, g.storage.partition = n.data.PartitionSnapshots(i), i
+		g.storage.snaps, g.storage.partition = n.data.Snapshots(i), i
 		if err := g.start(n.coord.AppliedIndex(i)); err != nil {
 			return nil, err
 		}

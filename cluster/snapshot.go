@@ -5,20 +5,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
-	"github.com/offsetd/offsetd/coordinator"
+	"github.com/offsetd/offsetd/log"
 )
 
-// A group's snapshots are its partition's snapshot files, which the
-// coordinator writes: a snapshot at raft index S holds the partition's
-// state with every entry up to S applied. Once the coordinator has one
-// (and the one before it, to fall back to), it compacts the group's log
+// A group's snapshots are its partition's snapshot files, which the node
+// keeps: the partition writes a snapshot's content to the file the node
+// gives it (replica.WriteSnapshot) and restores one from the file the node
+// opens for it (replica.ReadSnapshot); names, temporary files, syncs,
+// renames and removals are the node's (log.Snapshots, in the data
+// directory it owns). A snapshot at raft index S holds the partition's
+// state with every entry up to S applied. Once the partition has one (and
+// the one before it, to fall back to), it has the group compact its log
 // up to the older of the two: the journal records of the entries it
-// covers are no longer needed, and a follower that needs them gets the
-// snapshot file instead (MsgSnap), which becomes its own.
+// covers are no longer needed, nor are older snapshots, and a follower
+// that needs them gets the snapshot file instead (MsgSnap), which becomes
+// its own.
 
 // storage is a group's raft.Storage: a MemoryStorage whose snapshot, when
 // raft asks for it to send to a follower, is the partition's newest
@@ -27,8 +33,8 @@ import (
 type storage struct {
 	*raft.MemoryStorage
 	partition int
-	snaps     *coordinator.PartitionSnapshots // the partition's snapshot files, set before raft starts
-	conf      *pb.ConfState                   // what InitialState returns, set before raft starts
+	snaps     *log.Snapshots // the partition's snapshot files, set before raft starts
+	conf      *pb.ConfState  // what InitialState returns, set before raft starts
 }
 
 // InitialState returns the hard state and the configuration raft restarts
@@ -162,6 +168,8 @@ func (g *group) compact(p *persister, index uint64) error {
 // be there (files appear whole, once durable). A leader of an older
 // release sends the file inline, in Data. The partition's own snapshot may
 // be written beside it (log.Snapshots allows that, of any index).
+// log.Snapshots.Receive checks every record and refuses a file of another
+// partition, partition count or hash.
 func (g *group) receive(snap *pb.Snapshot) error {
 	index := snap.GetMetadata().GetIndex()
 	data := snap.GetData()
@@ -175,15 +183,19 @@ func (g *group) receive(snap *pb.Snapshot) error {
 		}
 		return f.Close()
 	}
-	if err := g.storage.snaps.Receive(index, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := g.storage.snaps.Receive(index, bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", g.partition, index, err)
 	}
 	return nil
 }
 
 // Compact makes every entry applied durable, asks the node's persister to
-// compact the group's log up to index (see group.compact), then drops the
-// journal's front that no group needs any more (Node.truncate).
+// compact the group's log up to index (see group.compact), drops the
+// journal's front that no group needs any more (Node.truncate), then the
+// partition's snapshots older than index: the group's log no longer
+// reaches them, so they are no longer one to fall back to. A snapshot
+// above index (the one being written, or a leader's received meanwhile)
+// stays.
 func (r replica) Compact(ctx context.Context, index uint64) error {
 	n := r.g.node
 	// Raft hands out committed entries once written here, but under
@@ -205,5 +217,20 @@ func (r replica) Compact(ctx context.Context, index uint64) error {
 		return ctx.Err() // done has room for the answer
 	}
 	n.truncate()
-	return nil
+	return r.g.storage.snaps.Prune(index, index)
+}
+
+// WriteSnapshot writes the partition's snapshot file of index, whose
+// content the partition writes (log.Snapshots.Write: a temporary file,
+// synced as it goes and paced, renamed into place). It runs on the
+// partition's snapshot goroutine.
+func (r replica) WriteSnapshot(index uint64, content func(io.Writer) error) (int64, error) {
+	return r.g.storage.snaps.Write(index, content)
+}
+
+// ReadSnapshot hands read the content of the partition's snapshot file of
+// index, its header checked (log.Snapshots.Restore). It runs on the
+// partition's writer, never on a goroutine of the group.
+func (r replica) ReadSnapshot(index uint64, read func(io.Reader) error) error {
+	return r.g.storage.snaps.Restore(index, read)
 }

@@ -109,15 +109,23 @@ func (tc *testCluster) requireSnapshot(id uint64, partition int) {
 
 // TestCompaction: once a partition has two snapshots, its group's log is
 // compacted to the older one, the journal drops the segments no group
-// needs, and every node restarts from its snapshot and what is left.
+// needs, the node removes the snapshot files older than that one (after
+// three snapshots, no node holds more than two), and every node restarts
+// from its snapshot and what is left.
 func TestCompaction(t *testing.T) {
 	tc := newTestCluster(t, 7, 3, 1, smallJournal)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	tc.compactLogs(ctx)
+	tc.commitMany(ctx, 400, 600)
+	tc.snapshot(ctx)
 	for _, id := range tc.peers {
 		if start := tc.journalStart(id); start == "00000000000000000001" {
-			t.Fatalf("node %d still has its whole journal after two snapshots", id)
+			t.Fatalf("node %d still has its whole journal after three snapshots", id)
+		}
+		snaps, err := log.ListSnapshots(coordinator.SnapshotDir(filepath.Join(tc.dir, fmt.Sprint(id)), 0))
+		if err != nil || len(snaps) == 0 || len(snaps) > 2 {
+			t.Fatalf("node %d holds snapshots %v (%v) after three; want the newest and the one before", id, snaps, err)
 		}
 	}
 	for _, id := range tc.peers {
@@ -126,7 +134,7 @@ func TestCompaction(t *testing.T) {
 	for _, id := range tc.peers {
 		tc.start(id)
 	}
-	tc.checkMany(ctx, 400)
+	tc.checkMany(ctx, 600)
 }
 
 // TestCatchUpFromSnapshot: a node that was down while the others

@@ -123,8 +123,8 @@ func (g *group) streamSnapshot(ctx context.Context, m *pb.Message) (int64, error
 // ReceiveSnapshot takes a snapshot another node streams: m, its MsgSnap,
 // refers to the file read from file (at most size bytes), which becomes
 // the partition's snapshot file of m's index, durably and each record
-// checked (coordinator.PartitionSnapshots.Receive: a file of another
-// partition, partition count or hash is refused), before m goes to the
+// checked (log.Snapshots.Receive: a file of another partition, partition
+// count or hash is refused), before m goes to the
 // group, as Receive hands it. A failure (the transfer cut, a damaged or
 // foreign file) leaves no file behind and drops m; the sender reports
 // the snapshot failed and its raft sends another. The transport's
@@ -148,7 +148,7 @@ func (n *Node) ReceiveSnapshot(m Message, file io.Reader, size int64) error {
 		return fmt.Errorf("%w: partition %d: snapshot %d refers to no file of it", ErrBadMessage, m.Partition, index)
 	}
 	g := n.groups[m.Partition]
-	if err := g.storage.snaps.Receive(index, file, size); err != nil {
+	if err := g.storage.snaps.Receive(index, file); err != nil {
 		return fmt.Errorf("cluster: partition %d: snapshot %d received: %w", m.Partition, index, err)
 	}
 	n.Receive([]Message{m})

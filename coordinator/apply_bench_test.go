@@ -35,7 +35,7 @@ func BenchmarkApplyCommits(b *testing.B) {
 	newTables := func() []*partition {
 		ps := make([]*partition, internal)
 		for i := range ps {
-			ps[i] = newPartition(i, testOptions(), signal.New(), nil)
+			ps[i] = newPartition(i, testOptions(), signal.New())
 		}
 		return ps
 	}

@@ -58,18 +58,18 @@ func Check(dir string, opts Options) (CheckReport, error) {
 }
 
 // CheckReplicated is Check for a cluster node's data directory, whose
-// owner replays the journal and gives its partitions their bounds (see
-// OpenReplicated): replay does both on the planned directory, reading
-// only, and returns the bounds, or the error with which the owner's open
-// would refuse the directory.
-func CheckReplicated(dir string, opts Options, replay func(d *DataDir) (bounds func(partition int) (first, committed uint64, err error), err error)) (CheckReport, error) {
+// owner replays the journal and loads its partitions' snapshots (see
+// OpenReplicated): replay replays the planned directory, reading only,
+// and returns how the owner loads a partition's snapshot, or the error
+// with which the owner's open would refuse the directory.
+func CheckReplicated(dir string, opts Options, replay func(d *DataDir) (load LoadFunc, err error)) (CheckReport, error) {
 	if replay == nil {
 		return CheckReport{}, fmt.Errorf("%w: CheckReplicated without replay", ErrInvalid)
 	}
 	return check(dir, opts, replay)
 }
 
-func check(dir string, opts Options, replay func(d *DataDir) (func(int) (uint64, uint64, error), error)) (CheckReport, error) {
+func check(dir string, opts Options, replay func(d *DataDir) (LoadFunc, error)) (CheckReport, error) {
 	var rep CheckReport
 	opts.ensureDefaults()
 	if err := opts.validate(); err != nil {
@@ -91,14 +91,14 @@ func check(dir string, opts Options, replay func(d *DataDir) (func(int) (uint64,
 	rep.Journal = d.plan.Report()
 	c := newCoordinator(d)
 	if replay != nil {
-		if c.bounds, err = replay(d); err != nil {
+		if c.load, err = replay(d); err != nil {
 			return rep, err
 		}
 	}
 	c.loadAll()
 	err = c.loadErrors()
 	for i, p := range c.parts {
-		pc := PartitionCheck{Partition: i, Records: p.loadRecords, Skipped: c.loads[i].skipped, Stale: c.loads[i].stale}
+		pc := PartitionCheck{Partition: i, Records: p.loadRecords, Skipped: c.loads[i].Skipped, Stale: c.loads[i].Stale}
 		if p.state.Load() == stateFailed {
 			pc.Err = p.loadErr
 		} else if p.lastSnapshot != 0 {

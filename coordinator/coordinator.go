@@ -45,11 +45,11 @@ type Coordinator struct {
 	loaded     chan struct{}  // closed when every partition has loaded or failed
 	forced     atomic.Uint64  // static-topic changes stored with force
 
-	loads     []snapLoad // per partition, what loading its snapshots found; set by loadAll
-	loadStart time.Time  // when loadAll started
-	// bounds, on a cluster node, returns what the journal holds of a
-	// partition's replicated log (see OpenReplicated); nil on one node.
-	bounds func(partition int) (first, committed uint64, err error)
+	loads     []SnapshotLoad // per partition, what loading its snapshots found; set by loadAll
+	loadStart time.Time      // when loadAll started
+	// load, on a cluster node, loads a partition's snapshot as the
+	// directory's owner decides (see OpenReplicated); nil on one node.
+	load LoadFunc
 }
 
 // Open opens the data directory dir, creating it if needed, and loads every
@@ -103,8 +103,8 @@ func newCoordinator(d *DataDir) *Coordinator {
 		loaded:   make(chan struct{}),
 		d:        d,
 	}
-	for i, snaps := range d.snapshots {
-		p := newPartition(i, opts, c.switched, snaps)
+	for i := range d.snapshots {
+		p := newPartition(i, opts, c.switched)
 		p.useTxnFormat = d.useTxnFormat
 		c.parts = append(c.parts, p)
 	}

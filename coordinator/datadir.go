@@ -135,6 +135,15 @@ func (d *DataDir) Replay(from uint64, fn func(index uint64, e log.Entry) error) 
 // directory opened); nil before. Its one writer is the directory's owner.
 func (d *DataDir) Journal() *log.Log { return d.journal }
 
+// Snapshots returns partition's snapshot files, for the directory's owner
+// on a cluster node: the node writes them for its partitions
+// (Replica.WriteSnapshot), opens them for the partitions to restore
+// (Replica.ReadSnapshot), sends the newest to a replica that lags behind,
+// receives a leader's in its place (log.Snapshots.Receive: its header
+// must name this partition, partition count and hash) and prunes them.
+// Their names are the data directory's layout, built in this package only.
+func (d *DataDir) Snapshots(partition int) *log.Snapshots { return d.snapshots[partition] }
+
 // Close closes the journal, which leaves its clean-close marker, and
 // releases the lock. The journal's writer must have stopped.
 func (d *DataDir) Close() error {

@@ -28,8 +28,16 @@
 // snapshot files) has one owner. On one node that is the Coordinator. On a
 // cluster node it is package cluster, which opens it (OpenDataDir), replays
 // the journal into its Raft groups, has the partitions load as state
-// machines (OpenReplicated), carries the plan out, writes and truncates
-// the journal, and hands each partition its Replica (Start).
+// machines (OpenReplicated, picking the snapshot each restores), carries
+// the plan out, writes and truncates the journal, keeps the snapshot
+// files, and hands each partition its Replica (Start).
+//
+// A partition never handles a snapshot file: it writes a snapshot's
+// content to an io.Writer (partition.writeSnapshot) and restores one from
+// an io.Reader (partition.restoreSnapshot); its host names, syncs,
+// renames, lists, prunes and picks the files: on one node the data
+// directory through the local writer, on a cluster node the node through
+// the Replica.
 //
 // Snapshots hold a partition's state in compact records (snaprecord.go):
 // first the table's sizes, so that loading sizes its maps once, then each

@@ -2,7 +2,10 @@ package coordinator
 
 import (
 	"context"
+	"io"
 	"testing"
+
+	"github.com/offsetd/offsetd/log"
 )
 
 // TestFuzzySnapshotIsExact writes, by hand, the snapshot a background
@@ -65,14 +68,14 @@ func TestFuzzySnapshotIsExact(t *testing.T) {
 			if !ok || at <= 1 {
 				t.Fatalf("GroupAt = %v at %d", ok, at)
 			}
-			w, err := p.snaps.Create(1)
+			_, err := c.d.snapshots[0].Write(1, func(w io.Writer) error {
+				enc := log.NewSnapshotEncoder(w)
+				if err := enc.Add(recSnapGroup, encodeSnapGroup(nil, "G", info, at, entries)); err != nil {
+					return err
+				}
+				return enc.Finish()
+			})
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Add(recSnapGroup, encodeSnapGroup(nil, "G", info, at, entries)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Commit(); err != nil {
 				t.Fatal(err)
 			}
 			c.Close()

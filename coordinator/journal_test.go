@@ -341,8 +341,8 @@ func TestDiskFollowsLiveState(t *testing.T) {
 // generations of the commits still in flight (the waiting batch among
 // them) still do.
 func TestFailedBatchForgetsGenerations(t *testing.T) {
-	p := newPartition(0, testOptions(), signal.New(), nil)
-	w := newLocalWriter(p, nil)
+	p := newPartition(0, testOptions(), signal.New())
+	w := newLocalWriter(p, nil, nil)
 	batchOf := func(group string, gen int32) *batch {
 		r := &request{typ: recCommit, done: make(chan result, 1)}
 		payload := encodeCommit(nil, group, gen, 1, []OffsetCommit{{Topic: "t", Offset: 1}})

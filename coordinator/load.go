@@ -3,6 +3,8 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -25,115 +27,154 @@ var errNotOpened = errors.New("coordinator: not opened, as another partition fai
 // snapshot already holds it. Partitions apply their records on goroutines
 // of their own, so they load in parallel too.
 
-// snapLoad is what loading a partition's snapshots found.
-type snapLoad struct {
-	// stale lists the snapshots ahead of the journal, newest first, that
-	// Open removes once it has decided to open.
-	stale []uint64
-	// skipped says, for each snapshot passed over, which and why.
-	skipped []string
+// SnapshotLoad is what loading a partition's snapshots found
+// (DataDir.LoadSnapshot).
+type SnapshotLoad struct {
+	// Index is the snapshot loaded, 0 if none; Size its bytes.
+	Index uint64
+	Size  int64
+	// Previous is the snapshot before it, to fall back to; 0 if none.
+	Previous uint64
+	// Newest is the newest snapshot the partition has, loaded or not: no
+	// record index up to it is used again.
+	Newest uint64
+	// Stale lists the snapshots ahead of the log, newest first, that the
+	// directory's CarryOut removes once it has decided to open.
+	Stale []uint64
+	// Skipped says, for each snapshot passed over, which and why.
+	Skipped []string
 }
 
-// loadSnapshot rebuilds the partition's tables from its newest snapshot
-// that reads back whole and that the journal, holding records first to
-// last, continues, and writes nothing. A snapshot ahead of the journal
+// LoadSnapshot has restore restore partition's newest snapshot that
+// reads back whole and that its log, holding records first to last,
+// continues, falling back to older ones, and writes nothing; see
+// loadSnapshot. restore gets each snapshot's content after its header is
+// checked, and must leave the partition's tables as if it had never been
+// called when it fails. On a cluster node the node calls it (see
+// OpenReplicated), with its group's log's bounds.
+func (d *DataDir) LoadSnapshot(partition int, first, last uint64, clean bool, restore func(index uint64, content io.Reader) error) (SnapshotLoad, error) {
+	return loadSnapshot(d.snapshots[partition], partition, d.opts.Logger, first, last, clean, restore)
+}
+
+// loadSnapshot restores, through restore, the partition's newest snapshot
+// in snaps that reads back whole and that the log, holding records first
+// to last, continues, and writes nothing. A snapshot ahead of the log
 // after a crash (the crash took the journal's end) is not loaded, and is
-// planned for removal (snapLoad.stale), so that it is never loaded later,
-// once new records have taken its indexes; after a clean close (clean)
-// the journal ends where it ended, and a snapshot past it is refused. A
-// damaged snapshot falls back to the one before it. A snapshot whose
-// header names another partition or data directory is refused. With no
-// usable snapshot the journal must still start at its first record;
+// planned for removal (SnapshotLoad.Stale), so that it is never loaded
+// later, once new records have taken its indexes; after a clean close
+// (clean) the journal ends where it ended, and a snapshot past it is
+// refused. A damaged snapshot falls back to the one before it. A snapshot
+// whose header names another partition or data directory is refused. With
+// no usable snapshot the log must still start at its first record;
 // otherwise loading fails, naming every snapshot file it judged, rather
 // than serve a silently shorter state.
-func (p *partition) loadSnapshot(snaps *log.Snapshots, first, last uint64, clean bool) (snapLoad, error) {
-	var sl snapLoad
+//
+// It is the host's part of loading: listing, judging, falling back; the
+// partition only restores the content it is handed
+// (partition.restoreSnapshot).
+func loadSnapshot(snaps *log.Snapshots, partition int, logger *slog.Logger, first, last uint64, clean bool, restore func(index uint64, content io.Reader) error) (SnapshotLoad, error) {
+	var sl SnapshotLoad
 	list, err := snaps.List()
 	if err != nil {
-		return sl, fmt.Errorf("coordinator: partition %d: %w", p.id, err)
+		return sl, fmt.Errorf("coordinator: partition %d: %w", partition, err)
 	}
 	if len(list) > 0 {
-		p.maxSeen = max(p.maxSeen, list[0])
+		sl.Newest = list[0]
 	}
 	for len(list) > 0 && list[0] > last {
 		if err := snaps.CheckOwner(list[0]); err != nil {
 			// Not a snapshot of ours that a crash left ahead: never removed.
-			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", p.id, log.SnapshotPath(snaps.Dir(), list[0]), err)
+			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", partition, log.SnapshotPath(snaps.Dir(), list[0]), err)
 		}
 		if clean {
 			return sl, fmt.Errorf("%w: partition %d: snapshot %s covers index %d, past the end of the journal (index %d), which was closed cleanly: the snapshot is not this journal's, or the journal lost records",
-				ErrCorrupt, p.id, log.SnapshotPath(snaps.Dir(), list[0]), list[0], last)
+				ErrCorrupt, partition, log.SnapshotPath(snaps.Dir(), list[0]), list[0], last)
 		}
-		sl.stale = append(sl.stale, list[0])
+		sl.Stale = append(sl.Stale, list[0])
 		list = list[1:]
 	}
-	if len(sl.stale) > 0 {
-		p.logger.Warn("snapshots ahead of the journal, whose end a crash took, are not loaded and are removed once the directory opens",
-			"partition", p.id, "newest", sl.stale[0], "lastIndex", last)
+	if len(sl.Stale) > 0 {
+		logger.Warn("snapshots ahead of the journal, whose end a crash took, are not loaded and are removed once the directory opens",
+			"partition", partition, "newest", sl.Stale[0], "lastIndex", last)
 	}
-	p.lastSnapshot, p.prevSnapshot = 0, 0
 	for i, index := range list {
-		p.resetTables()
 		path := log.SnapshotPath(snaps.Dir(), index)
 		if index+1 < first {
-			sl.skipped = append(sl.skipped, fmt.Sprintf("%s: older than the journal's first index %d", path, first))
+			sl.Skipped = append(sl.Skipped, fmt.Sprintf("%s: older than the journal's first index %d", path, first))
 			if i > 0 {
-				p.logger.Warn("snapshot is older than the journal it needs; trying an older one is no use",
-					"partition", p.id, "snapshot", index, "firstIndex", first)
+				logger.Warn("snapshot is older than the journal it needs; trying an older one is no use",
+					"partition", partition, "snapshot", index, "firstIndex", first)
 			}
 			break
 		}
-		var err error
-		p.offsets.Update(func(w cache.OffsetsWriter) {
-			err = snaps.Read(index, func(typ byte, payload []byte) error {
-				return p.apply(w, index, typ, payload)
-			})
-			w.SetApplied(index)
-		})
+		err := snaps.Restore(index, func(content io.Reader) error { return restore(index, content) })
 		if errors.Is(err, log.ErrSnapshotOwner) {
-			p.resetTables()
-			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", p.id, path, err)
+			return sl, fmt.Errorf("coordinator: partition %d: snapshot %s: %w", partition, path, err)
 		}
 		if err != nil {
-			sl.skipped = append(sl.skipped, fmt.Sprintf("%s: %v", path, err))
-			p.logger.Warn("snapshot unreadable; falling back to the one before it and a longer journal",
-				"partition", p.id, "snapshot", index, "err", err)
+			sl.Skipped = append(sl.Skipped, fmt.Sprintf("%s: %v", path, err))
+			logger.Warn("snapshot unreadable; falling back to the one before it and a longer journal",
+				"partition", partition, "snapshot", index, "err", err)
 			continue
 		}
-		p.lastSnapshot = index
-		p.snapshotIndex.Store(index)
+		sl.Index = index
 		if fi, err := os.Stat(path); err == nil {
-			p.loadBytes += fi.Size()
-			// The next snapshot is due once the journal holds half of
-			// this one, and the journal's budget counts it, as if it had
-			// been written since open.
-			p.lastSnapSize = fi.Size()
-			p.snapshotSize.Store(fi.Size())
+			sl.Size = fi.Size()
 		}
 		if i+1 < len(list) {
-			p.prevSnapshot = list[i+1]
+			sl.Previous = list[i+1]
 		}
 		break
 	}
-	if p.lastSnapshot == 0 {
-		p.resetTables()
+	if sl.Index == 0 {
 		if first > 1 {
 			judged := "none in " + snaps.Dir()
-			if len(sl.skipped) > 0 {
-				judged = strings.Join(sl.skipped, "; ")
+			if len(sl.Skipped) > 0 {
+				judged = strings.Join(sl.Skipped, "; ")
 			}
 			return sl, fmt.Errorf("%w: partition %d: no usable snapshot (%s) and the journal starts at index %d",
-				ErrCorrupt, p.id, judged, first)
+				ErrCorrupt, partition, judged, first)
 		}
 		if len(list) > 0 {
-			p.logger.Warn("no usable snapshot; replaying the whole journal", "partition", p.id)
+			logger.Warn("no usable snapshot; replaying the whole journal", "partition", partition)
 		}
+	}
+	return sl, nil
+}
+
+// restoreLoaded is the restore a partition's loading is given
+// (loadSnapshot): the content of snapshot index replaces whatever an
+// earlier, damaged snapshot left in the tables.
+func (p *partition) restoreLoaded(index uint64, content io.Reader) error {
+	p.resetTables()
+	err := p.restoreSnapshot(index, content)
+	if err != nil {
+		p.resetTables()
+	}
+	return err
+}
+
+// loaded takes what loading its snapshots found: the tables hold the
+// snapshot loaded, if any.
+func (p *partition) loaded(sl SnapshotLoad) {
+	if sl.Index == 0 {
+		p.resetTables()
+	}
+	p.lastSnapshot, p.prevSnapshot = sl.Index, sl.Previous
+	p.maxSeen = max(p.maxSeen, sl.Newest)
+	if sl.Index != 0 {
+		p.snapshotIndex.Store(sl.Index)
+		p.loadBytes += sl.Size
+		// The next snapshot is due once the journal holds half of this
+		// one, and the journal's budget counts it, as if it had been
+		// written since open.
+		p.lastSnapSize = sl.Size
+		p.snapshotSize.Store(sl.Size)
 	}
 	for _, at := range p.capturedAt {
 		p.maxSeen = max(p.maxSeen, at)
 	}
 	p.keepFrom.Store(p.prevSnapshot + 1)
-	return sl, nil
 }
 
 // replayRecord is one journal record on its way to its partition. Its
@@ -152,7 +193,7 @@ const replayChunk = 1024
 // parallel. It returns the first error: the journal's (damage names the
 // segment and index), or a partition's (a record that does not apply).
 func (c *Coordinator) replayJournal(loading []*partition, stop <-chan struct{}) error {
-	if c.bounds != nil {
+	if c.load != nil {
 		return nil // the journal holds the replication's records, not the partitions'
 	}
 	if len(loading) == 0 {
@@ -268,7 +309,7 @@ func (c *Coordinator) loadAll() {
 		defer close(c.loaded)
 		first, last := c.d.plan.FirstIndex(), c.d.plan.LastIndex()
 		clean := c.d.plan.Report().Clean
-		c.loads = make([]snapLoad, len(c.parts))
+		c.loads = make([]SnapshotLoad, len(c.parts))
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(1, min(len(c.parts), maxLoaders())))
 		for _, p := range c.parts {
@@ -283,16 +324,15 @@ func (c *Coordinator) loadAll() {
 					return
 				default:
 				}
-				first, last, clean := first, last, clean
-				if c.bounds != nil {
-					var err error
-					if first, last, err = c.bounds(p.id); err != nil {
-						p.loadErr = err
-						return
-					}
-					clean = false // Raft's indexes, not the journal's
+				if c.load != nil {
+					// The directory's owner picks the snapshot to load.
+					c.loads[p.id], p.loadErr = c.load(p.id, p.restoreLoaded)
+				} else {
+					c.loads[p.id], p.loadErr = c.d.LoadSnapshot(p.id, first, last, clean, p.restoreLoaded)
 				}
-				c.loads[p.id], p.loadErr = p.loadSnapshot(c.d.snapshots[p.id], first, last, clean)
+				if p.loadErr == nil {
+					p.loaded(c.loads[p.id])
+				}
 			}()
 		}
 		wg.Wait()
@@ -331,9 +371,9 @@ func (c *Coordinator) loadAll() {
 		}
 		c.d.loaded = true
 		for _, sl := range c.loads {
-			c.d.stale = append(c.d.stale, sl.stale)
+			c.d.stale = append(c.d.stale, sl.Stale)
 		}
-		if c.bounds != nil {
+		if c.load != nil {
 			return // the directory's owner carries it out; the partitions wait for their replicas (Start)
 		}
 		if err := c.d.CarryOut(); err != nil {
@@ -363,7 +403,7 @@ func (c *Coordinator) loadAll() {
 		c.committer = log.NewCommitter(c.d.journal, onBatch)
 		for _, p := range c.parts {
 			p.journal = c.committer
-			p.w = newLocalWriter(p, c.stop)
+			p.w = newLocalWriter(p, c.stop, c.d.snapshots[p.id])
 		}
 		c.startWriters()
 	}()

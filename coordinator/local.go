@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -34,8 +35,9 @@ import (
 // (see partition). Its holder waits for nothing but the journal (settle),
 // which never waits for a lock: see log.Committer's lock rule.
 type localWriter struct {
-	p    *partition
-	stop <-chan struct{} // closed when the coordinator closes; ends a snapshot
+	p     *partition
+	stop  <-chan struct{} // closed when the coordinator closes; ends a snapshot
+	snaps *log.Snapshots  // the partition's snapshot files, in the data directory
 
 	mu writeLock
 	// stopped is set once run has stopped: requests are refused.
@@ -82,10 +84,11 @@ type pendingEntry struct {
 	out any
 }
 
-func newLocalWriter(p *partition, stop <-chan struct{}) *localWriter {
+func newLocalWriter(p *partition, stop <-chan struct{}, snaps *log.Snapshots) *localWriter {
 	return &localWriter{
 		p:         p,
 		stop:      stop,
+		snaps:     snaps,
 		mu:        make(writeLock, 1),
 		inbox:     newInbox(),
 		abandoned: make(chan struct{}, 1),
@@ -464,7 +467,13 @@ func (w *localWriter) snapshotted(prev, index uint64, _, written bool) error {
 		return w.p.journal.Sync()
 	}
 	w.p.keepFrom.Store(prev + 1)
-	return w.p.snaps.Prune(index, prev)
+	return w.snaps.Prune(index, prev)
+}
+
+// keepSnapshot writes the snapshot file of index in the data directory:
+// a temporary file, synced, renamed into place (log.Snapshots.Write).
+func (w *localWriter) keepSnapshot(index uint64, content func(io.Writer) error) (int64, error) {
+	return w.snaps.Write(index, content)
 }
 
 // lead: a single node leads every partition.

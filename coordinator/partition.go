@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,6 @@ type partition struct {
 	// partition's writer; both set before the partition is ready.
 	journal journal
 	w       writer
-	snaps   *log.Snapshots // the partition's snapshot files
 
 	// The writer's: the index of the last record applied, and, per group,
 	// the highest generation among the commits built and not yet applied
@@ -128,6 +128,10 @@ type writer interface {
 	// whether it only refreshes the newest one; ok is false when it must
 	// wait for more records to be applied.
 	snapshotAt() (index uint64, refresh, ok bool)
+	// keepSnapshot has the partition's host keep its snapshot as of
+	// index, whose content writes (partition.writeSnapshot), durably, and
+	// returns its size in bytes. It runs on the snapshot goroutine.
+	keepSnapshot(index uint64, content func(io.Writer) error) (int64, error)
 	// snapshotted runs on the snapshot goroutine around the write of the
 	// snapshot at index: before, with written false, it makes every record
 	// applied durable; after, once the snapshot is durable, with written
@@ -216,9 +220,8 @@ type result struct {
 	err   error
 }
 
-func newPartition(id int, opts Options, switched *signal.Signal, snaps *log.Snapshots) *partition {
+func newPartition(id int, opts Options, switched *signal.Signal) *partition {
 	return &partition{
-		snaps:     snaps,
 		snapAsked: make(chan struct{}, 1),
 		snapLater: make(chan struct{}, 1),
 		id:        id,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // A cluster node (package cluster) owns its data directory: it opens it
@@ -19,24 +20,32 @@ import (
 // A replicated partition takes snapshots as a single one does, at indexes
 // of its group's log, and then lets its group compact the log (see
 // Replica.Compact); a replica that lags behind a leader's compacted log
-// receives the leader's snapshot file (PartitionSnapshots.Receive) and
-// applies it whole.
+// receives the leader's snapshot, which its node keeps, and applies it
+// whole (Replica.ReadSnapshot).
+
+// LoadFunc loads a replicated partition's snapshot, as the owner of the
+// data directory decides: it has restore restore the content of the
+// snapshot it picks (restore fails on damage, and may be called again
+// with an older one), and returns what it found. A cluster node's picks
+// its newest snapshot that its group's log allows
+// (DataDir.LoadSnapshot, with the log's first index and the last known
+// committed); an error fails the partition's load with it.
+type LoadFunc func(partition int, restore func(index uint64, content io.Reader) error) (SnapshotLoad, error)
 
 // OpenReplicated loads the partitions of the data directory d, which its
 // caller opened (OpenDataDir) and keeps owning, as state machines of a
-// replication: bounds returns, once the caller has replayed the journal
-// (DataDir.Replay), what it holds of a partition's replicated log: the
-// first index of its entries (every index before is in a snapshot), and
-// the last index known committed, between which the partition loads its
-// newest snapshot; an error fails the partition's load with it. It writes
-// nothing: if a partition fails, the load's error is returned, and the
-// caller closes d unchanged; if all load, the caller carries d's plan out
-// (DataDir.CarryOut) before it writes the journal. The partitions serve
-// once Start hands them their replicas. Closing the coordinator leaves d
-// open.
-func OpenReplicated(d *DataDir, bounds func(partition int) (first, committed uint64, err error)) (*Coordinator, error) {
+// replication: once the caller has replayed the journal (DataDir.Replay),
+// load loads each partition's snapshot. It writes nothing: if a partition
+// fails, the load's error is returned, and the caller closes d unchanged;
+// if all load, the caller carries d's plan out (DataDir.CarryOut) before
+// it writes the journal. The partitions serve once Start hands them their
+// replicas. Closing the coordinator leaves d open.
+func OpenReplicated(d *DataDir, load LoadFunc) (*Coordinator, error) {
+	if load == nil {
+		return nil, fmt.Errorf("%w: OpenReplicated without load", ErrInvalid)
+	}
 	c := newCoordinator(d)
-	c.bounds = bounds
+	c.load = load
 	c.loadAll()
 	if err := c.loadErrors(); err != nil {
 		c.closeAll()
@@ -56,7 +65,7 @@ func (c *Coordinator) AppliedIndex(partition int) uint64 { return c.parts[partit
 // they build requests against their tables, propose them to their
 // replicas, and apply what the replicas commit.
 func (c *Coordinator) Start(replicas []Replica) error {
-	if c.bounds == nil {
+	if c.load == nil {
 		return fmt.Errorf("%w: Start is for a coordinator that OpenReplicated opened", ErrInvalid)
 	}
 	if len(replicas) != len(c.parts) {
@@ -102,19 +111,31 @@ type Replica interface {
 	// Compact is called before the partition writes a snapshot: it
 	// returns once every entry the partition applied is durable, and the
 	// group no longer needs its log up to index, which a durable snapshot
-	// of the partition holds; the journal's owner may then drop what no
-	// group needs. An index at or below the last compaction drops nothing
-	// but has the group rewrite what it needs at the journal's end (a quiet
-	// partition that holds the journal's front lets it go).
+	// of the partition holds, nor the partition's snapshots older than
+	// it, which it drops; the journal's owner may then drop what no group
+	// needs. An index at or below the last compaction drops no more of
+	// the log but has the group rewrite what it needs at the journal's end
+	// (a quiet partition that holds the journal's front lets it go).
 	Compact(ctx context.Context, index uint64) error
+	// WriteSnapshot keeps the partition's snapshot as of index, whose
+	// content writes to the writer it is given, and returns its size in
+	// bytes: once it returns nil the snapshot is durable, and the one the
+	// group sends a replica that lags behind its compacted log; if content
+	// or the storage fails, nothing of it is kept. It runs beside the
+	// partition's writer, never on a goroutine of the group.
+	WriteSnapshot(index uint64, content func(io.Writer) error) (int64, error)
+	// ReadSnapshot hands read the content of the partition's snapshot as
+	// of index, a leader's that Committed announced (Snapshot set), once
+	// its header is checked: the content's own damage is found as read
+	// decodes it.
+	ReadSnapshot(index uint64, read func(content io.Reader) error) error
 }
 
 // Committed is one committed entry of a replicated log. Data is nil for
 // the entries the replication writes for itself (a new leader's empty
 // entry, a configuration change): they take an index and change nothing.
 // Snapshot marks a leader's snapshot received in place of the entries up
-// to Index: the partition's snapshot file Index, which replaces the
-// tables.
+// to Index, which replaces the tables (Replica.ReadSnapshot reads it).
 type Committed struct {
 	Index, Term uint64
 	Data        []byte
@@ -185,7 +206,7 @@ func (c *Coordinator) TopicLeader(topic string) (leader uint64, self bool) {
 }
 
 func (c *Coordinator) leader(p *partition) (leader uint64, self bool) {
-	if c.bounds == nil {
+	if c.load == nil {
 		return 0, true
 	}
 	if p.state.Load() == stateLoading || p.w == nil { // loading, or failed to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync/atomic"
 
@@ -225,7 +226,7 @@ func (w *replicatedWriter) applyCommitted(entries []Committed) error {
 	p := w.p
 	for _, e := range entries {
 		if e.Snapshot && e.Index > p.applied {
-			if err := p.installSnapshot(e.Index); err != nil {
+			if err := w.installSnapshot(e.Index); err != nil {
 				return err
 			}
 		}
@@ -272,26 +273,20 @@ func (w *replicatedWriter) applyCommitted(entries []Committed) error {
 	return nil
 }
 
-// installSnapshot replaces the tables by the partition's snapshot file
+// installSnapshot replaces the tables by the partition's snapshot as of
 // index, a leader's snapshot this node received in place of the entries up
-// to index. Readers see the old tables or the new ones, never a mix of
-// groups (the offsets change under one write lock).
-func (p *partition) installSnapshot(index uint64) error {
+// to index, which the replica keeps (Replica.ReadSnapshot). Readers see
+// the old tables or the new ones, never a mix of groups (see
+// restoreSnapshot).
+func (w *replicatedWriter) installSnapshot(index uint64) error {
+	p := w.p
 	for _, scope := range p.switches.Scopes(nil) {
 		p.switches.SetGlobalRead(scope, false) // the snapshot holds those on
 	}
-	groups := p.offsets.Groups(nil)
 	p.capturedAt = make(map[string]uint64)
 	p.txns.reset()
-	var err error
-	p.offsets.Update(func(w cache.OffsetsWriter) {
-		for _, g := range groups {
-			w.DeleteGroup(g)
-		}
-		err = p.snaps.Read(index, func(typ byte, payload []byte) error {
-			return p.apply(w, index, typ, payload)
-		})
-		w.SetApplied(index)
+	err := w.replica.ReadSnapshot(index, func(content io.Reader) error {
+		return p.restoreSnapshot(index, content)
 	})
 	if err != nil {
 		return fmt.Errorf("snapshot %d received: %w", index, err)
@@ -344,21 +339,25 @@ func (w *replicatedWriter) snapshotAt() (index uint64, refresh, ok bool) {
 
 // snapshotted: before the new snapshot, the group's log goes up to the
 // previous one (already durable), or to the newest when refreshing, and
-// every entry applied is durable (Replica.Compact). After it, only what is
-// older than prev goes: the partition may hold, above prev, a snapshot its
-// leader installed while this one was written.
+// every entry applied is durable; the replica drops the snapshots older
+// than that one (Replica.Compact). After it there is nothing more to do:
+// the partition may hold, above prev, a snapshot its leader installed
+// while this one was written, which stays.
 func (w *replicatedWriter) snapshotted(prev, index uint64, refresh, written bool) error {
 	if written {
-		if prev == 0 {
-			return nil
-		}
-		return w.p.snaps.Prune(prev, prev)
+		return nil
 	}
 	to := prev
 	if refresh {
 		to = index
 	}
 	return w.replica.Compact(context.Background(), to)
+}
+
+// keepSnapshot hands the snapshot to the replica, which keeps it
+// (Replica.WriteSnapshot).
+func (w *replicatedWriter) keepSnapshot(index uint64, content func(io.Writer) error) (int64, error) {
+	return w.replica.WriteSnapshot(index, content)
 }
 
 // lead returns the leader as the replica knows it.

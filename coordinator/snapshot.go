@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/offsetd/offsetd/cache"
+	"github.com/offsetd/offsetd/log"
 )
 
 // Snapshots bound the journal and the restart time. A partition snapshots
@@ -118,7 +120,9 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 		// UnsafeNoSync (see the writers' snapshotted).
 		res.err = w.snapshotted(prev, index, refresh, false)
 		if res.err == nil && !refresh {
-			res.size, res.err = p.writeSnapshot(index, txns, stop)
+			res.size, res.err = w.keepSnapshot(index, func(content io.Writer) error {
+				return p.writeSnapshot(content, txns, stop)
+			})
 		}
 		res.took = time.Since(start)
 		if res.err == nil {
@@ -139,20 +143,19 @@ func (p *partition) maybeSnapshot(stop <-chan struct{}) {
 // Snapshot waiting for it are told the coordinator closed.
 var errSnapshotStopped = fmt.Errorf("%w: the snapshot was stopped before it was written", ErrClosed)
 
-// writeSnapshot writes the tables as of index (at least) to a snapshot file,
-// with txns, the pending transactional offsets as of index exactly. It
-// runs beside the partition's writes and takes only short read locks.
-func (p *partition) writeSnapshot(index uint64, txns []txnSnapEntry, stop <-chan struct{}) (int64, error) {
-	w, err := p.snaps.Create(index)
-	if err != nil {
-		return 0, err
-	}
+// writeSnapshot writes the content of a snapshot of the partition to out,
+// which its host gives it (writer.keepSnapshot): the tables as of the
+// snapshot's index (at least: each group records the index it was captured
+// at), with txns, the pending transactional offsets as of that index
+// exactly. It runs beside the partition's writes and takes only short read
+// locks. restoreSnapshot reads it back.
+func (p *partition) writeSnapshot(out io.Writer, txns []txnSnapEntry, stop <-chan struct{}) error {
+	w := log.NewSnapshotEncoder(out)
 	buf := bytebufferpool.Get()
 	defer bytebufferpool.Put(buf)
 	keys, groups, topics := p.offsets.Sizes()
 	if err := w.Add(recSnapSizes, encodeSnapSizes(buf.B[:0], groups, topics, keys)); err != nil {
-		w.Abort()
-		return 0, err
+		return err
 	}
 	var (
 		entries []cache.Entry
@@ -162,8 +165,7 @@ func (p *partition) writeSnapshot(index uint64, txns []txnSnapEntry, stop <-chan
 		if i%256 == 0 {
 			select {
 			case <-stop:
-				w.Abort()
-				return 0, errSnapshotStopped
+				return errSnapshotStopped
 			default:
 			}
 		}
@@ -180,8 +182,7 @@ func (p *partition) writeSnapshot(index uint64, txns []txnSnapEntry, stop <-chan
 			n := min(len(rest), maxSnapEntries)
 			buf.B = enc.encode(buf.B[:0], name, info, at, rest[:n])
 			if err := w.Add(recSnapGroups, buf.B); err != nil {
-				w.Abort()
-				return 0, err
+				return err
 			}
 			rest = rest[n:]
 		}
@@ -192,14 +193,12 @@ func (p *partition) writeSnapshot(index uint64, txns []txnSnapEntry, stop <-chan
 			err = w.Add(recMapping, b)
 		}
 		if err != nil {
-			w.Abort()
-			return 0, err
+			return err
 		}
 	}
 	for _, scope := range p.switches.Scopes(nil) {
 		if err := w.Add(recGlobalRead, encodeGlobalRead(buf.B[:0], scope, true)); err != nil {
-			w.Abort()
-			return 0, err
+			return err
 		}
 	}
 	for _, e := range txns {
@@ -207,15 +206,35 @@ func (p *partition) writeSnapshot(index uint64, txns []txnSnapEntry, stop <-chan
 		for rest := e.offsets; ; {
 			n := min(len(rest), maxSnapEntries)
 			if err := w.Add(recSnapTxn, encodeSnapTxn(buf.B[:0], e.group, e.producer, e.epoch, rest[:n])); err != nil {
-				w.Abort()
-				return 0, err
+				return err
 			}
 			if rest = rest[n:]; len(rest) == 0 {
 				break
 			}
 		}
 	}
-	return w.Commit()
+	return w.Finish()
+}
+
+// restoreSnapshot replaces the groups of the partition's tables by those
+// of its snapshot as of index, whose content it reads from content as
+// writeSnapshot wrote it, each record checked (log.DecodeSnapshot), and
+// marks the tables applied up to index. Readers see the old groups or the
+// new ones, never a mix (the offsets change under one write lock). The
+// caller empties the other tables first.
+func (p *partition) restoreSnapshot(index uint64, content io.Reader) error {
+	var err error
+	groups := p.offsets.Groups(nil)
+	p.offsets.Update(func(w cache.OffsetsWriter) {
+		for _, g := range groups {
+			w.DeleteGroup(g)
+		}
+		err = log.DecodeSnapshot(content, func(typ byte, payload []byte) error {
+			return p.apply(w, index, typ, payload)
+		})
+		w.SetApplied(index)
+	})
+	return err
 }
 
 // finishSnapshot runs on the writer's goroutine once a snapshot is written.

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,10 +38,14 @@ func upgradeFormat1(dir string, opts Options, m meta) error {
 	}
 	m.Format, m.Version = dataFormat, metaVersion
 	parts := make([]*partition, opts.Partitions)
+	snaps := make([]*log.Snapshots, opts.Partitions)
 	var top uint64
 	for i := range parts {
 		p, last, err := loadFormat1(dir, i, opts, m)
 		if err != nil {
+			return err
+		}
+		if snaps[i], err = log.NewSnapshots(SnapshotDir(dir, i), snapshotOwner(m, i)); err != nil {
 			return err
 		}
 		parts[i] = p
@@ -52,8 +57,11 @@ func upgradeFormat1(dir string, opts Options, m meta) error {
 		}
 	}
 	if top > 0 {
-		for _, p := range parts {
-			if _, err := p.writeSnapshot(top, p.txns.copyAll(), nil); err != nil {
+		for i, p := range parts {
+			_, err := snaps[i].Write(top, func(content io.Writer) error {
+				return p.writeSnapshot(content, p.txns.copyAll(), nil)
+			})
+			if err != nil {
 				return err
 			}
 		}
@@ -84,11 +92,7 @@ func format1Dir(dir string, i int) string { return filepath.Join(dir, fmt.Sprint
 // and returns it with its log's last index; its snapshots go to the new
 // place, as the data directory of m names them.
 func loadFormat1(dir string, i int, opts Options, m meta) (*partition, uint64, error) {
-	snaps, err := log.NewSnapshots(SnapshotDir(dir, i), snapshotOwner(m, i))
-	if err != nil {
-		return nil, 0, err
-	}
-	p := newPartition(i, opts, signal.New(), snaps)
+	p := newPartition(i, opts, signal.New())
 	pdir := format1Dir(dir, i)
 	if _, err := os.Stat(pdir); errors.Is(err, fs.ErrNotExist) {
 		p.resetTables()
@@ -104,9 +108,11 @@ func loadFormat1(dir string, i int, opts Options, m meta) (*partition, uint64, e
 	if err != nil {
 		return nil, 0, err
 	}
-	if _, err := p.loadSnapshot(old, l.FirstIndex(), l.LastIndex(), l.Report().Clean); err != nil {
+	sl, err := loadSnapshot(old, i, opts.Logger, l.FirstIndex(), l.LastIndex(), l.Report().Clean, p.restoreLoaded)
+	if err != nil {
 		return nil, 0, err
 	}
+	p.loaded(sl)
 	p.offsets.Update(func(w cache.OffsetsWriter) {
 		err = l.Replay(p.lastSnapshot+1, func(index uint64, e log.Entry) error {
 			if err := p.apply(w, index, e.Type, e.Payload); err != nil {

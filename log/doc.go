@@ -89,8 +89,10 @@
 //	  another nonce or skips an index.
 //
 // A partition's snapshot directory holds files named snap.%020d of the
-// record index they cover, each a run of version-1 frames between a header
-// and a footer (see Snapshots):
+// record index they cover, each a header, then the snapshot's content: a
+// run of version-1 frames and a footer. The header is the file's
+// (Snapshots writes and checks it); the content is what a partition writes
+// (SnapshotEncoder) and restores (DecodeSnapshot), to and from any stream:
 //
 //	header:  | "OFFSNAP" | 2 | index u64 | partition u32 | partitions u32 |
 //	         | len(hash) u8 | hash | len(dir) u8 | dir | crc32c of the bytes before |  (LE)
@@ -98,7 +100,7 @@
 //	footer:  | uvarint 0 | count u64 | crc32c of count |  (LE)
 //
 // The header names the snapshot's owner (SnapshotOwner: the partition, the
-// partition count, the hash, the data directory's identifier), and Read
+// partition count, the hash, the data directory's identifier), and Restore
 // refuses a snapshot of another. Version 1 of the header, still read,
 // names none: | "OFFSNAP" | 1 | index u64 | crc32c of the 16 bytes before |.
 //

@@ -2,10 +2,8 @@ package log
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -21,7 +19,7 @@ import (
 // journal, so that a restart replays only the journal after it. Each
 // partition has a directory of them, named snap.%020d of the index they
 // cover; log/doc.go draws the format. The header of version 2 names the
-// snapshot's owner (SnapshotOwner), which Read checks; version 1 named
+// snapshot's owner (SnapshotOwner), which Restore checks; version 1 named
 // none, and is still read.
 //
 // A snapshot is written to a temporary file, snap.%020d.N.tmp, fsynced,
@@ -68,7 +66,7 @@ type Snapshots struct {
 }
 
 // SnapshotOwner says whose state a snapshot holds. Create writes it in the
-// file's header and Read refuses a file whose header names another owner
+// file's header and Restore refuses a file whose header names another owner
 // (errors.Is ErrSnapshotOwner and ErrCorrupt): a snapshot copied into
 // another partition's directory, or from another data directory, is never
 // loaded as that partition's state.
@@ -97,7 +95,7 @@ func OpenSnapshots(dir string, partition int) (*Snapshots, error) {
 
 // NewSnapshots returns the snapshots of owner's partition in dir, without
 // creating dir: until the first Create, which makes it, a missing dir
-// holds none. Create names owner in every header, and Read refuses a
+// holds none. Create names owner in every header, and Restore refuses a
 // snapshot whose header names another.
 func NewSnapshots(dir string, owner SnapshotOwner) (*Snapshots, error) {
 	if len(owner.Hash) > 255 || len(owner.Dir) > 255 || owner.Partition < 0 || owner.Partitions <= owner.Partition {
@@ -112,15 +110,16 @@ func (s *Snapshots) Dir() string { return s.dir }
 // snapWriteBuffer is the buffer a snapshot is written through.
 const snapWriteBuffer = 64 << 10
 
-// SnapshotWriter writes one snapshot file. It touches no file of the log,
-// so it may run on any goroutine while the log's owner goes on appending.
+// SnapshotWriter is one snapshot file being written: the header is
+// written, and the content (SnapshotEncoder) goes through Write, synced as
+// it goes and paced, until Commit puts the file in place. It touches no
+// file of the log, so it may run on any goroutine while the log's owner
+// goes on appending.
 type SnapshotWriter struct {
 	dir, tmp, final string
 	partition       int
 	f               *os.File
 	w               *bufio.Writer
-	frame           []byte
-	count           uint64
 	unsynced        int
 	size            int64
 	start           time.Time
@@ -138,7 +137,7 @@ var writing struct {
 }
 
 // Create starts a snapshot of the partition's state as of record index
-// index: the caller adds the state's records, then commits. Leftover
+// index: the caller writes its content, then commits. Leftover
 // temporary files of earlier, unfinished snapshots (a crash's) are removed;
 // those of snapshots being written beside it are not.
 func (l *Snapshots) Create(index uint64) (*SnapshotWriter, error) {
@@ -180,65 +179,12 @@ func (l *Snapshots) Create(index uint64) (*SnapshotWriter, error) {
 	return w, nil
 }
 
-// appendSnapHeader appends the header of a snapshot of index: of version
-// 2 naming owner, or of version 1 if owner is nil.
-func appendSnapHeader(b []byte, index uint64, owner *SnapshotOwner) []byte {
-	start := len(b)
-	b = append(b, snapMagic...)
-	if owner == nil {
-		b = append(b, snapVersion)
-		b = binary.LittleEndian.AppendUint64(b, index)
-		return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+// Write writes b, part of the snapshot's content.
+func (w *SnapshotWriter) Write(b []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("%w: partition %d: snapshot written after Commit or Abort", ErrInvalid, w.partition)
 	}
-	b = append(b, snapOwned)
-	b = binary.LittleEndian.AppendUint64(b, index)
-	b = binary.LittleEndian.AppendUint32(b, uint32(owner.Partition))
-	b = binary.LittleEndian.AppendUint32(b, uint32(owner.Partitions))
-	b = append(b, byte(len(owner.Hash)))
-	b = append(b, owner.Hash...)
-	b = append(b, byte(len(owner.Dir)))
-	b = append(b, owner.Dir...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
-}
-
-// readSnapHeader reads a snapshot's header from r and returns the index it
-// covers, its owner (nil for version 1) and its length.
-func readSnapHeader(r *bufio.Reader) (index uint64, owner *SnapshotOwner, n int64, err error) {
-	b := make([]byte, snapHeader, snapHeader+8+2+2*255+4)
-	if _, err := io.ReadFull(r, b); err != nil || string(b[:len(snapMagic)]) != snapMagic {
-		return 0, nil, 0, errSnapHeader
-	}
-	version := b[len(snapMagic)]
-	index = binary.LittleEndian.Uint64(b[len(snapMagic)+1:])
-	sum := func(b []byte) bool {
-		n := len(b) - 4
-		return crc32.Checksum(b[:n], castagnoli) == binary.LittleEndian.Uint32(b[n:])
-	}
-	switch version {
-	case snapVersion:
-		if !sum(b) {
-			return 0, nil, 0, errSnapHeader
-		}
-		return index, nil, int64(len(b)), nil
-	case snapOwned:
-	default:
-		return 0, nil, 0, errSnapHeader
-	}
-	// read appends k more bytes of the header to b.
-	read := func(k int) bool {
-		_, err := io.ReadFull(r, b[len(b):len(b)+k])
-		b = b[:len(b)+k]
-		return err == nil
-	}
-	p := len(snapMagic) + 1 + 8 // where the owner starts: partition, partitions
-	if !read(4+1) || !read(int(b[len(b)-1])+1) || !read(int(b[len(b)-1])+4) || !sum(b) {
-		return 0, nil, 0, errSnapHeader
-	}
-	o := SnapshotOwner{Partition: int(binary.LittleEndian.Uint32(b[p:])), Partitions: int(binary.LittleEndian.Uint32(b[p+4:]))}
-	hl := int(b[p+8])
-	o.Hash = string(b[p+9 : p+9+hl])
-	o.Dir = string(b[p+9+hl+1 : len(b)-4])
-	return index, &o, int64(len(b)), nil
+	return len(b), w.write(b)
 }
 
 func (w *SnapshotWriter) write(b []byte) error {
@@ -268,28 +214,14 @@ func (w *SnapshotWriter) pace() {
 	}
 }
 
-// Add appends one record to the snapshot. typ 0 is invalid.
-func (w *SnapshotWriter) Add(typ byte, payload []byte) error {
-	if typ == 0 {
-		return fmt.Errorf("%w: snapshot record of type 0", ErrInvalid)
-	}
-	n := frameSize(len(payload))
-	w.frame = binary.AppendUvarint(w.frame[:0], uint64(n))
-	w.frame = appendFrame(w.frame, frameRecord, typ, payload)
-	w.count++
-	return w.write(w.frame)
-}
-
-// Commit finishes the snapshot: footer, fsync, rename into place, directory
-// fsync. It returns the snapshot's size in bytes.
+// Commit finishes the snapshot, whose content ends with its footer:
+// fsync, rename into place, directory fsync. It returns the snapshot's
+// size in bytes.
 func (w *SnapshotWriter) Commit() (int64, error) {
-	var foot [1 + snapFooter]byte
-	binary.LittleEndian.PutUint64(foot[1:], w.count)
-	binary.LittleEndian.PutUint32(foot[9:], crc32.Checksum(foot[1:9], castagnoli))
-	err := w.write(foot[:])
-	if err == nil {
-		err = w.w.Flush()
+	if w.done {
+		return 0, fmt.Errorf("%w: partition %d: snapshot committed after Commit or Abort", ErrInvalid, w.partition)
 	}
+	err := w.w.Flush()
 	if err == nil {
 		err = w.f.Sync()
 	}
@@ -322,6 +254,22 @@ func (w *SnapshotWriter) Abort() {
 	w.f.Close()
 	os.Remove(w.tmp)
 	forget(w.tmp)
+}
+
+// Write writes the snapshot of the partition's state as of record index
+// index, whose content fill writes (SnapshotEncoder), and returns its size
+// in bytes: once it returns nil the snapshot is durable and in place; if
+// fill or the file fails, nothing of it is left.
+func (l *Snapshots) Write(index uint64, fill func(io.Writer) error) (int64, error) {
+	w, err := l.Create(index)
+	if err != nil {
+		return 0, err
+	}
+	if err := fill(w); err != nil {
+		w.Abort()
+		return 0, err
+	}
+	return w.Commit()
 }
 
 // forget drops tmp from the files being written, once it is renamed or
@@ -364,26 +312,48 @@ func ListSnapshots(dir string) ([]uint64, error) {
 	return out, nil
 }
 
-// Read calls fn for every record of the snapshot covering index, in the
-// order they were added, after checking each record's checksum. Damage
-// anywhere, a missing footer included, is an ErrCorrupt error naming the
-// partition and file; so is a header that names another owner than
-// NewSnapshots was given (errors.Is ErrSnapshotOwner too), before fn sees
-// any record. payload is valid only during fn.
-func (l *Snapshots) Read(index uint64, fn func(typ byte, payload []byte) error) error {
+// Restore hands restore the content of the snapshot covering index
+// (DecodeSnapshot reads it), once its header is checked: damage anywhere,
+// a missing footer included, is an ErrCorrupt error naming the partition,
+// the file and the offset in it; so is a header that names another owner
+// than NewSnapshots was given (errors.Is ErrSnapshotOwner too), before
+// restore is called.
+func (l *Snapshots) Restore(index uint64, restore func(content io.Reader) error) error {
 	name := snapshotName(index)
-	covers, _, err := readSnapshot(filepath.Join(l.dir, name), l.partition, func(owner *SnapshotOwner) error {
-		return l.checkOwner(name, index, owner)
-	}, fn)
+	f, err := os.Open(filepath.Join(l.dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, snapChunk)
+	covers, owner, n, err := readSnapHeader(r)
 	if err == nil && covers != index {
-		return &CorruptError{Partition: l.partition, File: name, Record: covers, Err: errSnapHeader}
+		err = errSnapHeader
+	}
+	if err != nil {
+		return &CorruptError{Partition: l.partition, File: name, Record: covers, Err: err}
+	}
+	if err := l.checkOwner(name, index, owner); err != nil {
+		return err
+	}
+	return placeDamage(restore(r), l.partition, name, index, n)
+}
+
+// placeDamage completes the damage DecodeSnapshot found in err, if any,
+// with the snapshot's partition, file, index and header length n (its
+// offsets count from the content's start).
+func placeDamage(err error, partition int, name string, index uint64, n int64) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.File == "" {
+		ce.Partition, ce.File, ce.Record = partition, name, index
+		ce.Offset += n
 	}
 	return err
 }
 
 // CheckOwner reads the header of the snapshot covering index and returns
 // an error if it is damaged or names another owner (errors.Is
-// ErrSnapshotOwner), as Read would before the first record.
+// ErrSnapshotOwner), as Restore would before the content.
 func (l *Snapshots) CheckOwner(index uint64) error {
 	name := snapshotName(index)
 	f, err := os.Open(filepath.Join(l.dir, name))
@@ -408,9 +378,10 @@ func (l *Snapshots) checkOwner(name string, index uint64, owner *SnapshotOwner) 
 		Err: fmt.Errorf("%w (%w): its header names %v, this is %v", errSnapOwner, ErrSnapshotOwner, *owner, *l.owner)}
 }
 
-// ReadSnapshotFile reads a snapshot file as ReadSnapshot does, for tools
-// that inspect a data directory, and returns the index it covers and its
-// record count. It checks no owner.
+// ReadSnapshotFile reads a whole snapshot file, header and content, each
+// record checked as Restore checks it, for tools that inspect a data
+// directory, and returns the index it covers and its record count. It
+// checks no owner.
 func ReadSnapshotFile(path string, fn func(typ byte, payload []byte) error) (index uint64, records int, err error) {
 	index, _, records, err = ReadSnapshotFileOwner(path, fn)
 	return index, records, err
@@ -421,7 +392,7 @@ func ReadSnapshotFile(path string, fn func(typ byte, payload []byte) error) (ind
 // none).
 func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error) (index uint64, owner *SnapshotOwner, records int, err error) {
 	var n int
-	index, owner, err = readSnapshot(path, -1, nil, func(typ byte, payload []byte) error {
+	index, owner, err = readSnapshot(path, func(typ byte, payload []byte) error {
 		n++
 		if fn != nil {
 			return fn(typ, payload)
@@ -433,79 +404,30 @@ func ReadSnapshotFileOwner(path string, fn func(typ byte, payload []byte) error)
 
 // readSnapshot reads the snapshot file at path, calling fn for each
 // record, and returns the index it covers and the owner its header names.
-// If check is not nil, it judges the owner before fn is called.
-func readSnapshot(path string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
+func readSnapshot(path string, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, nil, err
-	}
-	return readSnapshotFrom(bufio.NewReaderSize(f, 1<<20), fi.Size(), filepath.Base(path), partition, check, fn)
+	return readSnapshotFrom(bufio.NewReaderSize(f, snapChunk), filepath.Base(path), -1, nil, fn)
 }
 
-// readSnapshotFrom reads a snapshot of at most fileSize bytes from r, as
-// readSnapshot reads the file name.
-func readSnapshotFrom(r *bufio.Reader, fileSize int64, name string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
-	bad := func(index uint64, off int64, why error) error {
-		return &CorruptError{Partition: partition, File: name, Record: index, Offset: off, Err: why}
-	}
-	index, owner, off, err := readSnapHeader(r)
+// readSnapshotFrom reads a whole snapshot, header and content, from r, as
+// readSnapshot reads the file name; the damage it finds names partition.
+// If check is not nil, it judges the owner the header names before fn is
+// called.
+func readSnapshotFrom(r *bufio.Reader, name string, partition int, check func(*SnapshotOwner) error, fn func(typ byte, payload []byte) error) (uint64, *SnapshotOwner, error) {
+	index, owner, n, err := readSnapHeader(r)
 	if err != nil {
-		return 0, nil, bad(0, 0, err)
+		return 0, nil, &CorruptError{Partition: partition, File: name, Err: err}
 	}
 	if check != nil {
 		if err := check(owner); err != nil {
 			return index, owner, err
 		}
 	}
-	var buf []byte
-	for n := uint64(0); ; n++ {
-		size, err := binary.ReadUvarint(r)
-		if err != nil {
-			return index, owner, bad(index, off, errSnapShort)
-		}
-		if size == 0 {
-			var foot [snapFooter]byte
-			if _, err := io.ReadFull(r, foot[:]); err != nil {
-				return index, owner, bad(index, off, errSnapShort)
-			}
-			count := binary.LittleEndian.Uint64(foot[:8])
-			if crc32.Checksum(foot[:8], castagnoli) != binary.LittleEndian.Uint32(foot[8:]) || count != n {
-				return index, owner, bad(index, off, errSnapFooter)
-			}
-			if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
-				return index, owner, bad(index, off, errSnapFooter)
-			}
-			return index, owner, nil
-		}
-		if size < minFrameSize {
-			return index, owner, bad(index, off, errEntryShort)
-		}
-		if size > uint64(fileSize-off) {
-			// The length is not under the checksum: never trust it past
-			// the end of the file (a flipped bit would allocate gigabytes).
-			return index, owner, bad(index, off, errSnapShort)
-		}
-		buf = slices.Grow(buf[:0], int(size))[:size]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return index, owner, bad(index, off, errSnapShort)
-		}
-		f, err := decodeFrame(buf)
-		if err == nil && f.version != frameRecord {
-			err = errFrameVersion
-		}
-		if err != nil {
-			return index, owner, bad(index, off, err)
-		}
-		if err := fn(f.typ, f.payload); err != nil {
-			return index, owner, err
-		}
-		off += int64(uvarintLen(size)) + int64(size)
-	}
+	return index, owner, placeDamage(decodeSnapshot(r, n, fn), partition, name, index, 0)
 }
 
 // Open opens the snapshot covering index for reading, whole, as another
@@ -524,26 +446,34 @@ func (l *Snapshots) Open(index uint64) (*os.File, int64, error) {
 }
 
 // Receive makes the snapshot read from r, another replica's snapshot
-// covering index as Open gave it, of at most size bytes, the snapshot of
-// index here: every record is checked as Read checks it and written
-// through Create, so the file's header names this Snapshots' owner. check,
-// if not nil, judges the owner the received header names before any record
-// is written. A failure leaves no file behind.
-func (l *Snapshots) Receive(index uint64, r io.Reader, size int64, check func(*SnapshotOwner) error) error {
-	w, err := l.Create(index)
-	if err != nil {
-		return err
-	}
+// covering index as Open gave it, the snapshot of index here: every record
+// is checked as Restore checks it and written through Write, so the
+// file's header names this Snapshots' owner. A snapshot whose header names
+// another partition, partition count or hash than this owner is refused
+// (errors.Is ErrSnapshotOwner and ErrCorrupt) before any record is
+// written; one of another data directory is expected, since it is another
+// replica's. A failure leaves no file behind.
+func (l *Snapshots) Receive(index uint64, r io.Reader) error {
 	name := fmt.Sprintf("snapshot %d received", index)
-	at, _, err := readSnapshotFrom(bufio.NewReaderSize(r, 1<<20), size, name, l.partition, check, w.Add)
-	if err == nil && at != index {
-		err = &CorruptError{Partition: l.partition, File: name, Record: at, Err: fmt.Errorf("%w: it covers index %d", errSnapHeader, at)}
+	check := func(o *SnapshotOwner) error {
+		if l.owner == nil || o == nil || o.Partition == l.owner.Partition && o.Partitions == l.owner.Partitions && o.Hash == l.owner.Hash {
+			return nil
+		}
+		return &CorruptError{Partition: l.partition, File: name, Record: index,
+			Err: fmt.Errorf("%w (%w): its header names %v, this is partition %d of %d (hash %s)",
+				errSnapOwner, ErrSnapshotOwner, *o, l.owner.Partition, l.owner.Partitions, l.owner.Hash)}
 	}
-	if err != nil {
-		w.Abort()
-		return err
-	}
-	_, err = w.Commit()
+	_, err := l.Write(index, func(w io.Writer) error {
+		enc := NewSnapshotEncoder(w)
+		at, _, err := readSnapshotFrom(bufio.NewReaderSize(r, snapChunk), name, l.partition, check, enc.Add)
+		if err == nil && at != index {
+			err = &CorruptError{Partition: l.partition, File: name, Record: at, Err: fmt.Errorf("%w: it covers index %d", errSnapHeader, at)}
+		}
+		if err != nil {
+			return err
+		}
+		return enc.Finish()
+	})
 	return err
 }
 
