@@ -577,7 +577,7 @@ func receiveSnapshot(n *Node, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	learnSender(n, w, r, []Message{m})
-	if err := n.ReceiveSnapshot(m, io.LimitReader(body, size), size); err != nil {
+	if err := n.ReceiveSnapshot(m, io.LimitReader(body, size)); err != nil {
 		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 		return
 	}

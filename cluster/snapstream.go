@@ -121,7 +121,7 @@ func (g *group) streamSnapshot(ctx context.Context, m *pb.Message) (int64, error
 }
 
 // ReceiveSnapshot takes a snapshot another node streams: m, its MsgSnap,
-// refers to the file read from file (at most size bytes), which becomes
+// refers to the file read from file (to its end), which becomes
 // the partition's snapshot file of m's index, durably and each record
 // checked (log.Snapshots.Receive: a file of another partition, partition
 // count or hash is refused), before m goes to the
@@ -129,7 +129,7 @@ func (g *group) streamSnapshot(ctx context.Context, m *pb.Message) (int64, error
 // foreign file) leaves no file behind and drops m; the sender reports
 // the snapshot failed and its raft sends another. The transport's
 // receiving end calls it, on the goroutine that reads the transfer.
-func (n *Node) ReceiveSnapshot(m Message, file io.Reader, size int64) error {
+func (n *Node) ReceiveSnapshot(m Message, file io.Reader) error {
 	if !n.started.Load() {
 		return ErrStopped
 	}

@@ -41,7 +41,7 @@ type linkCounts struct{ sent, dropped uint64 }
 // its *cluster.Node.
 type Receiver interface {
 	Receive(msgs []cluster.Message)
-	ReceiveSnapshot(m cluster.Message, file io.Reader, size int64) error
+	ReceiveSnapshot(m cluster.Message, file io.Reader) error
 }
 
 // Faults are the odds of each fault, per message.
@@ -289,7 +289,7 @@ func (t networkTransport) SendSnapshot(ctx context.Context, m cluster.Message, f
 	if cut {
 		r.cutAt = size / 2
 	}
-	err = receiver.ReceiveSnapshot(msgs[0], r, size)
+	err = receiver.ReceiveSnapshot(msgs[0], r)
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.stats.SnapshotsStreaming--
