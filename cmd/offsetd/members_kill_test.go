@@ -617,7 +617,11 @@ func runMemberChange(t *testing.T, bin string, tc memberChange) {
 			t.Fatalf("group %s: offset %+v, %v; %d was acknowledged", g, o, err, want)
 		}
 	}
-	if err := h.Check(t.TempDir(), 20*time.Second); err != nil {
+	// Histories here reach 12k operations, with commits of unknown outcome
+	// around each fault: under the race detector on two shared cores
+	// porcupine has taken over 20 s to decide one (an Unknown answer, no
+	// violation). It gets a minute; Unknown still fails the test.
+	if err := h.Check(t.TempDir(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d commits acknowledged, %d of them during the fault and after; %d operations\n%s", h.Acked(), h.Acked()-acked, h.Len(), status)
